@@ -1,0 +1,123 @@
+package hippocam
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Role is the chat role a message is sent with.
+type Role string
+
+// The chat roles. Only the main model's own answers have RoleAssistant: guidance and consolidated
+// memories are sent as RoleUser (ARCHITECTURE.md §3), their text saying what they are.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Valid reports whether r is one of the four chat roles.
+func (r Role) Valid() bool {
+	switch r {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+		return true
+	}
+	return false
+}
+
+// Kind says who wrote a message.
+type Kind string
+
+// Message kinds (paper §2): raw messages come from the agent, the user or a tool; guidance is
+// written by JANUS; intent memories by PRECIP; prefix memories by PALIM.
+const (
+	KindRaw          Kind = "raw"
+	KindGuidance     Kind = "guidance"
+	KindIntentMemory Kind = "intent_memory"
+	KindPrefixMemory Kind = "prefix_memory"
+)
+
+// ToolCall is one call the model asked for.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Evaluation is the direction of a knowledge item's outcome (paper §2.4): it is not confidence.
+type Evaluation string
+
+// The three evaluations PALIM may give.
+const (
+	EvalGood    Evaluation = "good"
+	EvalBad     Evaluation = "bad"
+	EvalNeutral Evaluation = "neutral"
+)
+
+// Valid reports whether e is good, bad or neutral.
+func (e Evaluation) Valid() bool { return e == EvalGood || e == EvalBad || e == EvalNeutral }
+
+// KnowledgeItem is one fact a prefix memory keeps, with its evaluation.
+type KnowledgeItem struct {
+	Fact       string     `json:"fact"`
+	Evaluation Evaluation `json:"evaluation"`
+}
+
+// Message is one message of a session: in the context, or archived beneath a consolidated message.
+// Messages are immutable once stored; consolidation moves them, it never edits them.
+type Message struct {
+	ID         string     `json:"id"`
+	Role       Role       `json:"role"`
+	Kind       Kind       `json:"kind"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Ref names the archive node that holds the originals this message consolidates. Only
+	// consolidated messages (intent and prefix memories) have one.
+	Ref string `json:"ref,omitempty"`
+	// Tokens is the message's size as the tokenizer counts it inside a request.
+	Tokens int `json:"tokens"`
+	// Knowledge holds a prefix memory's knowledge items (they also appear in Content).
+	Knowledge []KnowledgeItem `json:"knowledge,omitempty"`
+	// Trace holds the recall exchanges the model made before this answer. They are copies of
+	// archived messages, kept for inspection and never treated as new evidence.
+	Trace []Message `json:"trace,omitempty"`
+	// Extra keeps, verbatim, the fields of the wire message Hippocam does not interpret.
+	Extra json.RawMessage `json:"extra,omitempty"`
+}
+
+// Consolidated reports whether m stands for archived originals.
+func (m *Message) Consolidated() bool { return m.Ref != "" }
+
+// CallIDs returns the ids of m's tool calls.
+func (m *Message) CallIDs() []string {
+	ids := make([]string, len(m.ToolCalls))
+	for i, c := range m.ToolCalls {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// RefTag is how a consolidated message shows its ref to the model: "[ref:ID]".
+func RefTag(ref string) string { return "[ref:" + ref + "]" }
+
+// ParseRefTags returns the refs named by "[ref:ID]" tags in text, in order.
+func ParseRefTags(text string) []string {
+	var refs []string
+	for {
+		i := strings.Index(text, "[ref:")
+		if i < 0 {
+			return refs
+		}
+		text = text[i+5:]
+		j := strings.IndexByte(text, ']')
+		if j < 0 {
+			return refs
+		}
+		if ref := text[:j]; ref != "" && !strings.ContainsAny(ref, " \n\t[") {
+			refs = append(refs, ref)
+		}
+		text = text[j+1:]
+	}
+}

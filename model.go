@@ -1,0 +1,60 @@
+package hippocam
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// CallRole names who a model call is made for. Every call carries it (the X-Hippocam-Role
+// header), so that usage, cost, logs and the simulated model can tell calls apart.
+type CallRole string
+
+// The call roles.
+const (
+	CallAgent  CallRole = "agent"  // the main model
+	CallJanus  CallRole = "janus"  // intent maintenance
+	CallPrecip CallRole = "precip" // intent consolidation
+	CallPalim  CallRole = "palim"  // prefix consolidation
+)
+
+// RoleHeader is the HTTP header that carries a call's CallRole.
+const RoleHeader = "X-Hippocam-Role"
+
+// Tool describes a function the model may call. Parameters is a JSON Schema object.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one chat-completion call.
+type Request struct {
+	Role     CallRole
+	Messages []Message
+	Tools    []Tool
+	// ToolChoice is "" (the provider's default), "auto", "none", "required", or a tool name
+	// the model must call.
+	ToolChoice string
+	MaxTokens  int
+	// Extra keeps request fields Hippocam does not interpret (temperature, response_format…),
+	// verbatim, to pass them through to the provider.
+	Extra json.RawMessage
+}
+
+// Response is the model's answer to a Request.
+type Response struct {
+	Message      Message
+	FinishReason string
+	Usage        CallUsage
+}
+
+// Model is a chat-completion endpoint. Implementations return EUNAVAILABLE when the endpoint
+// cannot be reached or keeps failing, and EINVALID when it rejects the request.
+type Model interface {
+	Complete(ctx context.Context, req *Request) (*Response, error)
+}
+
+// Tokenizer counts tokens offline.
+type Tokenizer interface {
+	Count(text string) int
+}

@@ -1,0 +1,122 @@
+package hippocam
+
+import (
+	"strconv"
+	"time"
+)
+
+// Session is the state Hippocam keeps for one agent conversation: the context C, the intent
+// stack I and the bookkeeping the algorithms need. The archive A lives in the Store and is read
+// through Store.Children.
+type Session struct {
+	Tenant string `json:"tenant"`
+	ID     string `json:"id"`
+	// Context is C: the messages the main model sees, in order. It is the tree's first layer.
+	Context []Message `json:"context"`
+	// Stack is the intent stack I.
+	Stack IntentStack `json:"stack"`
+	// StackLog records how the stack changed, step by step, for the viewer.
+	StackLog []StackEvent `json:"stack_log,omitempty"`
+	// Rounds holds the token sizes of the most recent completed interaction rounds (a main-model
+	// answer plus the results of the agent's own tools), at most MaxRounds of them.
+	Rounds []int `json:"rounds,omitempty"`
+	// Usage is what the session's model calls consumed, by call role.
+	Usage Usage `json:"usage"`
+	// Consolidations counts committed intent and prefix consolidations.
+	Consolidations Consolidations `json:"consolidations"`
+	// Seq is the last number used for a message id or a ref in this session.
+	Seq int64 `json:"seq"`
+	// Version increases with every committed change; a commit names the version it started from.
+	Version   int64     `json:"version"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// MaxRounds bounds Session.Rounds: the quantile is taken over this many recent rounds.
+const MaxRounds = 256
+
+// MaxStackLog bounds Session.StackLog to its most recent events.
+const MaxStackLog = 200
+
+// StackEvent records one applied JANUS answer.
+type StackEvent struct {
+	Step     int64    `json:"step"`
+	Closed   []string `json:"closed,omitempty"`
+	Opened   []string `json:"opened,omitempty"`
+	Guidance string   `json:"guidance,omitempty"`
+}
+
+// Consolidations counts committed consolidations by kind.
+type Consolidations struct {
+	Intent int `json:"intent"`
+	Prefix int `json:"prefix"`
+}
+
+// NextID allocates a fresh session-scoped identifier with the given prefix ("m" for messages,
+// "r" for archive refs). Ids are deterministic, so that identical runs send identical requests.
+func (s *Session) NextID(prefix string) string {
+	s.Seq++
+	return prefix + strconv.FormatInt(s.Seq, 10)
+}
+
+// Index returns the position in the context of the message with the given id, or -1.
+func (s *Session) Index(id string) int {
+	for i := range s.Context {
+		if s.Context[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// AddRound records the size of a completed interaction round.
+func (s *Session) AddRound(tokens int) {
+	s.Rounds = append(s.Rounds, tokens)
+	if n := len(s.Rounds); n > MaxRounds {
+		s.Rounds = append([]int(nil), s.Rounds[n-MaxRounds:]...)
+	}
+}
+
+// Clone returns a deep enough copy of s for an engine step to work on: slices the step may
+// modify are copied, messages themselves are immutable and shared.
+func (s *Session) Clone() *Session {
+	c := *s
+	c.Context = append([]Message(nil), s.Context...)
+	c.Stack = append(IntentStack(nil), s.Stack...)
+	c.StackLog = append([]StackEvent(nil), s.StackLog...)
+	c.Rounds = append([]int(nil), s.Rounds...)
+	c.Usage = s.Usage.Clone()
+	return &c
+}
+
+// SessionInfo is a session's summary in a listing.
+type SessionInfo struct {
+	Tenant         string         `json:"tenant"`
+	ID             string         `json:"id"`
+	Messages       int            `json:"messages"`
+	Depth          int            `json:"depth"`
+	Consolidations Consolidations `json:"consolidations"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+}
+
+// Change is one step's state change, committed atomically by a Store. Ops are applied in order
+// to the context the store holds at version From; the session's other fields are taken from the
+// snapshot passed beside the Change.
+type Change struct {
+	From int64 `json:"from"`
+	Ops  []Op  `json:"ops"`
+}
+
+// Op is one context operation: an append, or a REPLACE (Alg. 1) of the span of context messages
+// with the given ids by Memory, whose Ref becomes the archive node holding the span in order.
+type Op struct {
+	Append *Message `json:"append,omitempty"`
+	Span   []string `json:"span,omitempty"`
+	Memory *Message `json:"memory,omitempty"`
+}
+
+// AppendOp returns an Op that appends m to the context.
+func AppendOp(m Message) Op { return Op{Append: &m} }
+
+// ReplaceOp returns an Op that moves the span under memory.Ref and puts memory in its place.
+func ReplaceOp(span []string, memory Message) Op { return Op{Span: span, Memory: &memory} }

@@ -1,0 +1,79 @@
+package hippocam
+
+import "context"
+
+// Store keeps sessions durably. Every method is safe for concurrent use. Sessions are scoped by
+// tenant: a tenant never sees another tenant's sessions, refs or messages.
+type Store interface {
+	// CreateSession stores a new, empty session. ECONFLICT if it exists.
+	CreateSession(ctx context.Context, s *Session) error
+	// Session loads a session with its context. ENOTFOUND if there is none.
+	Session(ctx context.Context, tenant, id string) (*Session, error)
+	// Commit applies ch and stores the snapshot's stack, rounds, usage, counters and sequence,
+	// all in one transaction, and sets s.Version to ch.From+1. ECONFLICT if the stored version
+	// is not ch.From; ENOTFOUND if the session is gone; EINVALID if an op names a message that
+	// is not in the context.
+	Commit(ctx context.Context, s *Session, ch Change) error
+	// Children returns, in order, the messages archived directly beneath ref (RECALL, Alg. 1).
+	// ENOTFOUND for a ref the session does not have.
+	Children(ctx context.Context, tenant, sessionID, ref string) ([]Message, error)
+	// Message returns one message of the session, in the context or archived. ENOTFOUND if none.
+	Message(ctx context.Context, tenant, sessionID, id string) (*Message, error)
+	// Sessions lists a tenant's sessions, most recently updated first.
+	Sessions(ctx context.Context, tenant string) ([]SessionInfo, error)
+	// DeleteSession removes a session and everything archived in it. ENOTFOUND if none.
+	DeleteSession(ctx context.Context, tenant, id string) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Archive reads one session's archive. Store satisfies it through a session binding, and the
+// engine adds the nodes of a step that is not yet committed.
+type Archive interface {
+	Children(ctx context.Context, ref string) ([]Message, error)
+	Message(ctx context.Context, id string) (*Message, error)
+}
+
+// SessionArchive binds a Store to one session as an Archive.
+func SessionArchive(st Store, tenant, id string) Archive { return sessionArchive{st, tenant, id} }
+
+type sessionArchive struct {
+	st         Store
+	tenant, id string
+}
+
+func (a sessionArchive) Children(ctx context.Context, ref string) ([]Message, error) {
+	return a.st.Children(ctx, a.tenant, a.id, ref)
+}
+
+func (a sessionArchive) Message(ctx context.Context, id string) (*Message, error) {
+	return a.st.Message(ctx, a.tenant, a.id, id)
+}
+
+// Expand returns the full recursive expansion of msgs: every consolidated message is replaced,
+// recursively, by the originals archived beneath it. Expanding a session's context yields every
+// message that entered it, in order (the lossless invariant).
+func Expand(ctx context.Context, a Archive, msgs []Message) ([]Message, error) {
+	var out []Message
+	var walk func([]Message) error
+	walk = func(ms []Message) error {
+		for _, m := range ms {
+			if !m.Consolidated() {
+				out = append(out, m)
+				continue
+			}
+			kids, err := a.Children(ctx, m.Ref)
+			if err != nil {
+				return err
+			}
+			if err := walk(kids); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(msgs); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,41 @@
+package hippocam
+
+// Per-message and per-request framing, as OpenAI documents for its chat format: every message
+// costs a few tokens beyond its text, and every reply is primed with a few more.
+const (
+	messageOverhead  = 4
+	toolCallOverhead = 3
+	requestOverhead  = 3
+	toolOverhead     = 8
+)
+
+// MessageTokens counts m as part of a request: its text, its tool calls and the framing.
+func MessageTokens(t Tokenizer, m *Message) int {
+	n := messageOverhead + t.Count(m.Content)
+	for _, c := range m.ToolCalls {
+		n += toolCallOverhead + t.Count(c.Name) + t.Count(c.Arguments)
+	}
+	return n
+}
+
+// ToolTokens counts the schema of one tool as part of a request.
+func ToolTokens(t Tokenizer, tool *Tool) int {
+	return toolOverhead + t.Count(tool.Name) + t.Count(tool.Description) + t.Count(string(tool.Parameters))
+}
+
+// RequestTokens counts a whole request: messages (using each message's Tokens when set), tool
+// schemas and framing. The engine and the simulated model count with this same function.
+func RequestTokens(t Tokenizer, msgs []Message, tools []Tool) int {
+	n := requestOverhead
+	for i := range msgs {
+		if msgs[i].Tokens > 0 {
+			n += msgs[i].Tokens
+		} else {
+			n += MessageTokens(t, &msgs[i])
+		}
+	}
+	for i := range tools {
+		n += ToolTokens(t, &tools[i])
+	}
+	return n
+}

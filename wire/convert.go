@@ -1,0 +1,137 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/hippocam/hippocam"
+)
+
+// ToMessage converts a wire message into a raw domain message. Content that is not a plain
+// string (an array of parts) is read as its text and kept verbatim in Extra["content"], so that
+// FromMessage gives back the same bytes. EINVALID for an unknown role or unreadable content.
+func ToMessage(c ChatMessage) (hippocam.Message, error) {
+	role := hippocam.Role(c.Role)
+	if c.Role == "developer" {
+		role = hippocam.RoleSystem
+	}
+	if !role.Valid() {
+		return hippocam.Message{}, hippocam.Errorf(hippocam.EINVALID, "unknown message role %q", c.Role)
+	}
+	text, err := c.Text()
+	if err != nil {
+		return hippocam.Message{}, hippocam.Errorf(hippocam.EINVALID, "message content: %v", err)
+	}
+	m := hippocam.Message{Role: role, Kind: hippocam.KindRaw, Content: text, ToolCallID: c.ToolCallID}
+	for _, tc := range c.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, hippocam.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	extra := Extra{}
+	for k, v := range c.Extra {
+		extra[k] = v
+	}
+	if len(c.Content) > 0 && c.Content[0] != '"' {
+		extra["content"] = c.Content
+	}
+	if c.Name != "" {
+		extra["name"], _ = json.Marshal(c.Name)
+	}
+	if c.Role == "developer" {
+		extra["role"] = json.RawMessage(`"developer"`)
+	}
+	if len(extra) > 0 {
+		m.Extra, _ = json.Marshal(extra)
+	}
+	return m, nil
+}
+
+// FromMessage converts a domain message to the wire, restoring the fields kept in Extra.
+func FromMessage(m *hippocam.Message) ChatMessage {
+	c := ChatMessage{Role: string(m.Role), ToolCallID: m.ToolCallID}
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		c.Content = StringContent(m.Content)
+	}
+	for _, tc := range m.ToolCalls {
+		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+	}
+	if len(m.Extra) > 0 {
+		var extra Extra
+		if json.Unmarshal(m.Extra, &extra) == nil {
+			for k, v := range extra {
+				switch k {
+				case "content":
+					c.Content = v
+				case "role":
+					var r string
+					if json.Unmarshal(v, &r) == nil {
+						c.Role = r
+					}
+				case "name":
+					_ = json.Unmarshal(v, &c.Name)
+				default:
+					if c.Extra == nil {
+						c.Extra = Extra{}
+					}
+					c.Extra[k] = v
+				}
+			}
+		}
+	}
+	return c
+}
+
+// FromTool converts a domain tool to a wire tool definition.
+func FromTool(t *hippocam.Tool) ToolDef {
+	return ToolDef{Type: "function", Function: FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+}
+
+// ToTool converts a wire tool definition to a domain tool.
+func ToTool(d ToolDef) hippocam.Tool {
+	return hippocam.Tool{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
+}
+
+// FromRequest builds the wire body of a domain request.
+func FromRequest(model string, r *hippocam.Request) (ChatRequest, error) {
+	req := ChatRequest{Model: model}
+	if len(r.Extra) > 0 {
+		if err := json.Unmarshal(r.Extra, &req.Extra); err != nil {
+			return req, fmt.Errorf("request extra fields: %w", err)
+		}
+	}
+	for i := range r.Messages {
+		req.Messages = append(req.Messages, FromMessage(&r.Messages[i]))
+	}
+	for i := range r.Tools {
+		req.Tools = append(req.Tools, FromTool(&r.Tools[i]))
+	}
+	switch r.ToolChoice {
+	case "":
+	case "auto", "none", "required":
+		req.ToolChoice, _ = json.Marshal(r.ToolChoice)
+	default:
+		req.ToolChoice, _ = json.Marshal(map[string]any{"type": "function", "function": map[string]string{"name": r.ToolChoice}})
+	}
+	if r.MaxTokens > 0 {
+		n := r.MaxTokens
+		req.MaxTokens = &n
+	}
+	return req, nil
+}
+
+// ToRequest reads a wire request into domain messages and tools (used by the simulated model
+// and the proxy). EINVALID for messages it cannot read.
+func ToRequest(req *ChatRequest) ([]hippocam.Message, []hippocam.Tool, error) {
+	msgs := make([]hippocam.Message, 0, len(req.Messages))
+	for i, c := range req.Messages {
+		m, err := ToMessage(c)
+		if err != nil {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d]: %s", i, hippocam.ErrorMessage(err))
+		}
+		msgs = append(msgs, m)
+	}
+	tools := make([]hippocam.Tool, 0, len(req.Tools))
+	for _, d := range req.Tools {
+		tools = append(tools, ToTool(d))
+	}
+	return msgs, tools, nil
+}
