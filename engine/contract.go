@@ -133,3 +133,20 @@ const (
 	ChildMarker   = "--- "
 	LeftOutMarker = "left out"
 )
+
+// Every JANUS, PRECIP and PALIM request has the same shape: the component's system prompt, then
+// the material (conversation, closed span or prefix) as ordinary messages, then exactly one final
+// user message with the engine's instruction. Corrections and concise-version requests are part
+// of that final message, never extra messages, so the material always ends one message before it.
+
+// ClosingPrefix starts the line of PRECIP's instruction that names the intents being closed,
+// innermost first, separated by ChainSeparator.
+const (
+	ClosingPrefix  = "Closing: "
+	ChainPrefix    = "Intent chain: "
+	ChainSeparator = " > "
+)
+
+// ImpressionSuffix ends an impression line: "detail KEY (in the archive)" says that a detail
+// about KEY sits in the archive beneath the memory that carries the line.
+const ImpressionSuffix = " (in the archive)"
