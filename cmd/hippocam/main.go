@@ -1,0 +1,85 @@
+// Command hippocam is Hippocam's binary: the memory engine, the simulated model and the tools
+// around them, one subcommand each.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(Main(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Command is one subcommand: it parses its flags, runs and releases what it opened.
+type Command interface {
+	ParseFlags(args []string) error
+	Run(ctx context.Context) error
+	Close() error
+}
+
+const usage = `hippocam: memory for long-running LLM agents (the Hippocam paper, in Go)
+
+Usage:
+  hippocam replay --scenario FILE [--context-window N] [--db PATH] [--json]
+        run a SIM.md scenario through the engine with the simulated model, offline
+  hippocam sim --addr HOST:PORT
+        serve the simulated OpenAI-compatible model
+  hippocam version
+
+Run 'hippocam COMMAND -h' for a command's flags.
+`
+
+// Main runs the command line args and returns the process exit status: 0 on success, 2 for a
+// usage error, 1 for any other failure.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var cmd Command
+	switch args[0] {
+	case "replay":
+		cmd = &ReplayCommand{Stdout: stdout, Stderr: stderr}
+	case "sim":
+		cmd = &SimCommand{Stdout: stdout, Stderr: stderr}
+	case "version":
+		fmt.Fprintln(stdout, "hippocam", Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "hippocam: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err := cmd.ParseFlags(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "hippocam %s: %v\n", args[0], err)
+		return 2
+	}
+	err := cmd.Run(ctx)
+	if cerr := cmd.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "hippocam %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+// Version is the binary's version.
+const Version = "0.1.0"
+

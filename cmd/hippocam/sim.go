@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hippocam/hippocam/sim"
+	"github.com/hippocam/hippocam/tokenizer"
+)
+
+// SimCommand serves the simulated model (SIM.md) over HTTP until the context ends.
+type SimCommand struct {
+	Addr           string
+	Stdout, Stderr io.Writer
+	ln             net.Listener
+}
+
+// ParseFlags reads the sim flags.
+func (c *SimCommand) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("hippocam sim", flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8081", "address to listen on")
+	return fs.Parse(args)
+}
+
+// Run serves until ctx is cancelled, then shuts down gracefully.
+func (c *SimCommand) Run(ctx context.Context) error {
+	tok, err := tokenizer.Default()
+	if err != nil {
+		return err
+	}
+	c.ln, err = net.Listen("tcp", c.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: sim.New(tok).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(c.Stdout, "simulated model listening on http://%s/v1\n", c.ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(c.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close has nothing left to release: Run's shutdown closed the listener.
+func (c *SimCommand) Close() error { return nil }

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/hippocam/hippocam"
+)
+
+// The main model answers from the context (Alg. 1, line 4). Hippocam adds its memory
+// instructions (appendix B.2.4) as a system message ahead of the agent's own, and the recall tool
+// beside the agent's tools; it answers recall calls itself, bounded by RecallLimit, and runs
+// pressure control before every call.
+
+//go:embed prompts/agent.txt
+var agentPrompt string
+
+// agentFrame is what a main-model request adds to the context: the memory instructions and the
+// tool schemas.
+func (e *Engine) agentFrame(tools []hippocam.Tool, withRecall bool) int {
+	sys := []hippocam.Message{{Role: hippocam.RoleSystem, Content: agentPrompt}}
+	if withRecall {
+		tools = append(append([]hippocam.Tool(nil), tools...), RecallToolSpec)
+	}
+	return hippocam.RequestTokens(e.tok, sys, tools)
+}
+
+// agentRequest builds the main-model request over the current context.
+func (st *step) agentRequest(withRecall bool) *hippocam.Request {
+	msgs := make([]hippocam.Message, 0, len(st.s.Context)+1)
+	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: agentPrompt})
+	msgs = append(msgs, st.s.Context...)
+	tools := append([]hippocam.Tool(nil), st.in.Tools...)
+	choice := st.in.ToolChoice
+	if withRecall {
+		tools = append(tools, RecallToolSpec)
+	} else if choice == RecallTool {
+		choice = ""
+	}
+	return &hippocam.Request{Role: hippocam.CallAgent, Messages: msgs, Tools: tools, ToolChoice: choice, Extra: st.in.Extra}
+}
+
+// answer obtains the main model's final answer. Recall exchanges stay in the context only while
+// the step lasts; then they leave it and travel with the answer as its Trace.
+func (st *step) answer(ctx context.Context) error {
+	full := map[string]string{} // recall results as first shown, before shrinking
+	var trace []hippocam.Message
+	for {
+		if err := st.pressureControl(ctx); err != nil {
+			return err
+		}
+		withRecall := st.res.RecallCalls < st.e.cfg.RecallLimit
+		req := st.agentRequest(withRecall)
+		n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools)
+		if n > st.e.cfg.Window {
+			return hippocam.Errorf(hippocam.ECAPACITY, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
+		}
+		st.res.MaxRequestTokens = max(st.res.MaxRequestTokens, n)
+		resp, err := st.call(ctx, req)
+		if err != nil {
+			return fmt.Errorf("main model: %w", err)
+		}
+		msg := resp.Message
+		msg.Role, msg.Kind = hippocam.RoleAssistant, hippocam.KindRaw
+		if !withRecall || !callsRecall(&msg) {
+			st.finish(msg, resp.FinishReason, trace, full)
+			return nil
+		}
+		msg.ID = st.s.NextID("m")
+		msg.Tokens = hippocam.MessageTokens(st.e.tok, &msg)
+		st.transient(msg)
+		trace = append(trace, msg)
+		for _, c := range msg.ToolCalls {
+			result := hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
+			if c.Name == RecallTool {
+				st.res.RecallCalls++
+				room := st.recallRoom()
+				shown, listing := st.recall(ctx, c.Arguments, room)
+				st.shrinkRecalls()
+				result.Content = shown
+				full[result.ID] = shown
+				st.listings[result.ID] = listing
+			} else {
+				result.Content = "Not run: a recall was made in the same answer. Call " + c.Name + " again after reading the recall result."
+			}
+			result.Tokens = hippocam.MessageTokens(st.e.tok, &result)
+			st.transient(result)
+			trace = append(trace, result)
+		}
+	}
+}
+
+func callsRecall(m *hippocam.Message) bool {
+	for _, c := range m.ToolCalls {
+		if c.Name == RecallTool {
+			return true
+		}
+	}
+	return false
+}
+
+// transient appends a recall-exchange message to the context for the rest of the step only.
+func (st *step) transient(m hippocam.Message) {
+	st.s.Context = append(st.s.Context, m)
+	st.recallIDs[m.ID] = true
+}
+
+// shrinkRecalls reduces the recall results already in the context to their listings: the model
+// is opening a deeper layer, and the listing keeps every handle.
+func (st *step) shrinkRecalls() {
+	for i := range st.s.Context {
+		m := &st.s.Context[i]
+		if listing, ok := st.listings[m.ID]; ok && m.Content != listing {
+			m.Content = listing
+			m.Tokens = hippocam.MessageTokens(st.e.tok, m)
+		}
+	}
+}
+
+// finish removes the recall exchanges from the context and appends the final answer, carrying
+// them as its trace (with each result as it was first shown).
+func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Message, full map[string]string) {
+	kept := st.s.Context[:0]
+	for _, m := range st.s.Context {
+		if !st.recallIDs[m.ID] {
+			kept = append(kept, m)
+		}
+	}
+	st.s.Context = kept
+	for i := range trace {
+		if text, ok := full[trace[i].ID]; ok {
+			trace[i].Content = text
+			trace[i].Tokens = hippocam.MessageTokens(st.e.tok, &trace[i])
+		}
+	}
+	if callsRecall(&msg) { // the model called recall although it was no longer offered
+		var calls []hippocam.ToolCall
+		for _, c := range msg.ToolCalls {
+			if c.Name != RecallTool {
+				calls = append(calls, c)
+			}
+		}
+		msg.ToolCalls = calls
+		if len(calls) == 0 && reason == "tool_calls" {
+			reason = "stop"
+		}
+	}
+	msg.ID = st.s.NextID("m")
+	msg.Ref, msg.Knowledge = "", nil
+	msg.Trace = trace
+	msg.Tokens = hippocam.MessageTokens(st.e.tok, &msg)
+	st.push(msg)
+	if len(msg.ToolCalls) == 0 {
+		st.s.AddRound(msg.Tokens) // a round without tool calls ends with its answer
+	}
+	st.res.Answer = msg
+	st.res.FinishReason = reason
+}
+
+// recallRoom is the room, in tokens, a recall result may take: what is left under the pressure
+// threshold after the current request and the reserve for the next round, or, when that is
+// nearly nothing, what is left under the window itself.
+func (st *step) recallRoom() int {
+	const minRoom, margin = 256, 16
+	used := tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true) + roundQuantile(st.s.Rounds, st.e.cfg.Quantile) + margin + 4
+	room := int(st.e.cfg.Pressure*float64(st.e.cfg.Window)) - used
+	if room < minRoom {
+		room = st.e.cfg.Window - used
+	}
+	return room
+}

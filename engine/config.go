@@ -1,0 +1,118 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Config holds the engine's parameters. The consolidation defaults are the paper's Table 5
+// (seed 000, appendix A):
+//
+//	K      = 2        minimum interaction rounds in the working tail
+//	B_min  = 4,096    working-tail token floor                 (3.2 % of W)
+//	α      = 0.20     working-tail token cap, as a fraction of W
+//	q      = 0.95     quantile of observed round sizes
+//	E_min  = 2        new intent memories a prefix needs for an ordinary fold
+//	T_min  = 16,384   prefix size for an ordinary fold          (12.8 % of W)
+//	W      = 128,000  context capacity (input and output)
+//	ρ      = 0.80     predicted occupancy that starts a pressure sweep
+//	Δmin   = 8,192    minimum saving of a prefix fold           (6.4 % of W)
+//	J      = 2        concise retries when a fold saves too little
+//
+// ForWindow scales the three token thresholds with W when only the window is given.
+type Config struct {
+	Window        int     // W: context capacity in tokens, input and output together
+	TailRounds    int     // K
+	TailMinTokens int     // B_min
+	TailCap       float64 // α
+	Quantile      float64 // q
+	MinIntentMems int     // E_min
+	MinPrefix     int     // T_min
+	Pressure      float64 // ρ
+	MinSaving     int     // Δmin
+	ConciseTries  int     // J
+
+	// Corrections bounds how often a component whose output breaks its contract is asked to
+	// repair it (quoting the validation error) before the engine gives up safely.
+	Corrections int
+	// RecallLimit bounds the recall calls of one step; at the limit the model is called once
+	// more without the recall tool and must answer.
+	RecallLimit int
+	// Prices prices every call (default: seed 000 §A.9).
+	Prices hippocam.Prices
+}
+
+// Paper defaults (Table 5) and the engine's own.
+const (
+	DefaultWindow       = 128000
+	DefaultCorrections  = 2
+	DefaultRecallLimit  = 32
+	tailMinShare        = 0.032 // B_min / W at the paper's defaults
+	minPrefixShare      = 0.128 // T_min / W
+	minSavingShare      = 0.064 // Δmin / W
+	defaultTailRounds   = 2
+	defaultTailCap      = 0.20
+	defaultQuantile     = 0.95
+	defaultMinIntentMem = 2
+	defaultPressure     = 0.80
+	defaultConciseTries = 2
+)
+
+// DefaultConfig returns Table 5's configuration for W = 128,000 tokens.
+func DefaultConfig() Config { return ForWindow(DefaultWindow) }
+
+// ForWindow returns the defaults for a window of w tokens: Table 5's ratios, with B_min, T_min
+// and Δmin scaled to 3.2 %, 12.8 % and 6.4 % of w (exactly Table 5 at w = 128,000).
+func ForWindow(w int) Config {
+	return Config{
+		Window:        w,
+		TailRounds:    defaultTailRounds,
+		TailMinTokens: int(math.Round(tailMinShare * float64(w))),
+		TailCap:       defaultTailCap,
+		Quantile:      defaultQuantile,
+		MinIntentMems: defaultMinIntentMem,
+		MinPrefix:     int(math.Round(minPrefixShare * float64(w))),
+		Pressure:      defaultPressure,
+		MinSaving:     int(math.Round(minSavingShare * float64(w))),
+		ConciseTries:  defaultConciseTries,
+		Corrections:   DefaultCorrections,
+		RecallLimit:   DefaultRecallLimit,
+		Prices:        hippocam.DefaultPrices,
+	}
+}
+
+// Validate reports the first parameter out of range as EINVALID.
+func (c *Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return hippocam.Errorf(hippocam.EINVALID, "config: "+format, args...)
+	}
+	switch {
+	case c.Window < 512:
+		return bad("context window %d is too small (at least 512 tokens)", c.Window)
+	case c.TailRounds < 0:
+		return bad("tail rounds K must be ≥ 0, got %d", c.TailRounds)
+	case c.TailMinTokens < 0:
+		return bad("tail token floor B_min must be ≥ 0, got %d", c.TailMinTokens)
+	case c.TailCap < 0 || c.TailCap > 1:
+		return bad("tail cap α must be within [0,1], got %g", c.TailCap)
+	case c.Quantile < 0 || c.Quantile > 1:
+		return bad("round quantile q must be within [0,1], got %g", c.Quantile)
+	case c.MinIntentMems < 0 || c.MinPrefix < 0 || c.MinSaving < 0:
+		return bad("E_min, T_min and Δmin must be ≥ 0")
+	case c.Pressure <= 0 || c.Pressure > 1:
+		return bad("pressure threshold ρ must be within (0,1], got %g", c.Pressure)
+	case c.ConciseTries < 0 || c.Corrections < 0:
+		return bad("retry bounds must be ≥ 0")
+	case c.RecallLimit < 0:
+		return bad("recall limit must be ≥ 0, got %d", c.RecallLimit)
+	}
+	return nil
+}
+
+// String summarises the configuration for logs and reports.
+func (c Config) String() string {
+	return fmt.Sprintf("W=%d K=%d B_min=%d α=%.2f q=%.2f E_min=%d T_min=%d ρ=%.2f Δmin=%d J=%d",
+		c.Window, c.TailRounds, c.TailMinTokens, c.TailCap, c.Quantile, c.MinIntentMems, c.MinPrefix, c.Pressure, c.MinSaving, c.ConciseTries)
+}

@@ -1,0 +1,107 @@
+// Package engine runs Hippocam's algorithms over a session (seed 000 §2, appendix B.1):
+//
+//   - Algorithm 1, one interaction step (step.go): pressure control, JANUS keeping the intent
+//     stack (janus.go), the main model answering with progressive recall (agent.go, recall.go),
+//     then PRECIP consolidating every closed span, innermost first (precip.go), and the ordinary
+//     prefix check.
+//   - Algorithm 2, prefix consolidation (prefix.go): the working tail and the regions cut by
+//     the open intents (tail.go), the ordinary check, pressure control with its two sweeps, and
+//     FOLD through PALIM (palim.go).
+//
+// The engine knows nothing of HTTP or SQL: it talks to a hippocam.Model and reads the archive
+// through hippocam.Archive. A step works on a copy of the session and returns the new state and
+// the hippocam.Change that a Store commits in one transaction; if the step fails, nothing of it
+// is kept and the session is as it was.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Engine runs steps. It is safe for concurrent use on different sessions.
+type Engine struct {
+	cfg   Config
+	model hippocam.Model
+	tok   hippocam.Tokenizer
+	log   *slog.Logger
+}
+
+// New returns an engine. EINVALID if the configuration is out of range.
+func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Logger) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{cfg: cfg, model: model, tok: tok, log: log}, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Input is what arrives for one step: new messages from the agent's side (a user message, or
+// the results of the agent's own tools), and the main-model request options to pass through.
+type Input struct {
+	Messages []hippocam.Message
+	// Tools are the agent's own tools; recall is added beside them.
+	Tools []hippocam.Tool
+	// ToolChoice and Extra pass through to the main model (Extra: temperature, response_format…).
+	ToolChoice string
+	Extra      json.RawMessage
+}
+
+// Result is what one step produced.
+type Result struct {
+	// Session is the new state; Change is what a Store must commit to reach it.
+	Session *hippocam.Session
+	Change  hippocam.Change
+	// Answer is the main model's final answer, as appended to the context. Its Trace holds the
+	// step's recall exchanges.
+	Answer hippocam.Message
+	// FinishReason is the main model's.
+	FinishReason string
+	// Usage is what this step's model calls consumed, by role.
+	Usage hippocam.Usage
+	// MaxRequestTokens is the largest main-model request of the step.
+	MaxRequestTokens int
+	// RecallCalls counts the step's recall calls.
+	RecallCalls int
+	// IntentConsolidations and PrefixConsolidations count this step's committed REPLACEs.
+	IntentConsolidations, PrefixConsolidations int
+	// Elapsed is the step's wall time, and ModelTime the part spent waiting for models.
+	Elapsed, ModelTime time.Duration
+}
+
+// NewSession returns an empty session.
+func NewSession(tenant, id string, now time.Time) *hippocam.Session {
+	return &hippocam.Session{Tenant: tenant, ID: id, Usage: hippocam.Usage{}, CreatedAt: now, UpdatedAt: now}
+}
+
+// Advance loads a session from st (creating it when absent), runs one step and commits it.
+// It returns the step's result; on any error nothing is committed.
+func (e *Engine) Advance(ctx context.Context, st hippocam.Store, tenant, id string, in Input) (*Result, error) {
+	s, err := st.Session(ctx, tenant, id)
+	if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
+		s = NewSession(tenant, id, time.Now().UTC())
+		if err = st.CreateSession(ctx, s); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	res, err := e.Step(ctx, s, hippocam.SessionArchive(st, tenant, id), in)
+	if err != nil {
+		return nil, err
+	}
+	res.Session.UpdatedAt = time.Now().UTC()
+	if err := st.Commit(ctx, res.Session, res.Change); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

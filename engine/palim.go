@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strings"
+
+	"github.com/hippocam/hippocam"
+)
+
+// PALIM (seed 000 §2.4, appendix B.2.3) consolidates a prefix into a narrative and knowledge
+// items, recursively: earlier memories in the prefix are consolidated again with the rest.
+
+//go:embed prompts/palim.txt
+var palimPrompt string
+
+const palimInstruction = "Consolidate every message above into memory: a narrative of what I did and came to, and the knowledge worth keeping, one fact per item with its evaluation. Call " + PalimTool + "."
+
+// palim asks PALIM for the memory of span (size tokens) and renders it as a prefix memory with a
+// fresh ref. While the memory saves less than Δmin it asks for a more concise version, up to J
+// times, and returns the last version (fold decides whether it is good enough).
+func (st *step) palim(ctx context.Context, span []hippocam.Message, size int) (hippocam.Message, error) {
+	instruction := palimInstruction
+	var memory hippocam.Message
+	for try := 0; try <= st.e.cfg.ConciseTries; try++ {
+		var out PalimOutput
+		err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, span, instruction, PalimToolSpec, func(args string) error {
+			out = PalimOutput{}
+			if err := decodeArgs(args, &out); err != nil {
+				return err
+			}
+			return out.Validate()
+		})
+		if err != nil {
+			return memory, err
+		}
+		memory = st.prefixMemory(&out)
+		saving := size - memory.Tokens
+		if saving >= st.e.cfg.MinSaving {
+			return memory, nil
+		}
+		instruction = fmt.Sprintf("%s\n\n%s: the memory must be at least %d tokens shorter than the %d tokens it replaces, and yours saves %d. Shorten the narrative first; keep every knowledge item's particulars.",
+			palimInstruction, ConciseMarker, st.e.cfg.MinSaving, size, saving)
+	}
+	return memory, nil
+}
+
+// prefixMemory renders PALIM's output as the message that replaces the prefix.
+func (st *step) prefixMemory(out *PalimOutput) hippocam.Message {
+	ref := st.s.NextID("r")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s Consolidated memory of my earlier work (recall the ref for the messages beneath it).\n", hippocam.RefTag(ref))
+	if n := strings.TrimSpace(out.Narrative); n != "" {
+		b.WriteString("Narrative:\n")
+		b.WriteString(n)
+		b.WriteString("\n")
+	}
+	if len(out.Knowledge) > 0 {
+		b.WriteString("Knowledge:\n")
+		for _, k := range out.Knowledge {
+			fmt.Fprintf(&b, "- [%s] %s\n", k.Evaluation, strings.TrimSpace(k.Fact))
+		}
+	}
+	m := hippocam.Message{
+		Role:      hippocam.RoleUser,
+		Kind:      hippocam.KindPrefixMemory,
+		Ref:       ref,
+		Content:   strings.TrimRight(b.String(), "\n"),
+		Knowledge: append([]hippocam.KnowledgeItem(nil), out.Knowledge...),
+	}
+	m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+	return m
+}

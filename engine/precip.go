@@ -1,0 +1,153 @@
+package engine
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/hippocam/hippocam"
+)
+
+// PRECIP (seed 000 §2.3, appendix B.2.2) consolidates the work of a closed intent into a
+// first-person memory, conditioned on the whole intent chain, that replaces the work in the
+// context (Alg. 1, lines 5-13).
+
+//go:embed prompts/precip.txt
+var precipPrompt string
+
+// closedSpan is one group of closures consolidated together: the context range it covers and the
+// intents it closes, innermost first.
+type closedSpan struct {
+	closing []hippocam.Intent
+}
+
+// consolidateClosed runs PRECIP on every closed span, innermost first, then the ordinary prefix
+// check in the region of the last memory committed.
+//
+// A closed intent's span runs from its first message up to, not including, the guidance that
+// closed it. When an intent that stays open began at the same message, the span starts just
+// after it, so that the open intent keeps its first message. An enclosing closure whose span adds
+// only guidance to the inner one is coalesced with it: one memory for both.
+func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent, guidanceID string) error {
+	if len(closed) == 0 {
+		return nil
+	}
+	chain := st.before.Labels() // the stack as it was when these intents closed, broadest first
+	var groups []closedSpan
+	for _, in := range closed {
+		if n := len(groups); n > 0 && st.onlyGuidanceAdded(groups[n-1].closing[0], in) {
+			groups[n-1].closing = append(groups[n-1].closing, in)
+			continue
+		}
+		groups = append(groups, closedSpan{closing: []hippocam.Intent{in}})
+	}
+	last := ""
+	for _, g := range groups {
+		outer := g.closing[len(g.closing)-1]
+		lo, hi := st.spanOf(outer, guidanceID)
+		lo, hi = wholeExchanges(st.s.Context, lo, hi)
+		if lo >= hi {
+			continue
+		}
+		memory, err := st.precip(ctx, st.s.Context[lo:hi], chain, g.closing)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			var gaveUp *errGaveUp
+			if !errors.As(err, &gaveUp) {
+				st.e.log.Warn("intent consolidation failed; span kept", "intent", outer.Label, "error", err)
+			}
+			continue
+		}
+		m, err := st.replace(lo, hi, memory)
+		if err != nil {
+			return err
+		}
+		st.res.IntentConsolidations++
+		last = m.ID
+	}
+	if last != "" {
+		return st.ordinaryCheck(ctx, last)
+	}
+	return nil
+}
+
+// spanOf returns the context range of a closed intent's span (see consolidateClosed).
+func (st *step) spanOf(in hippocam.Intent, guidanceID string) (int, int) {
+	lo, hi := st.s.Index(in.Start), st.s.Index(guidanceID)
+	if lo < 0 || hi < 0 || lo >= hi {
+		return 0, 0
+	}
+	for _, open := range st.s.Stack {
+		if open.Start == in.Start {
+			lo++
+			break
+		}
+	}
+	return lo, hi
+}
+
+// onlyGuidanceAdded reports whether outer's span differs from inner's only by guidance messages.
+func (st *step) onlyGuidanceAdded(inner, outer hippocam.Intent) bool {
+	lo, innerLo := st.s.Index(outer.Start), st.s.Index(inner.Start)
+	if lo < 0 || innerLo < 0 || lo > innerLo {
+		return false
+	}
+	for _, m := range st.s.Context[lo:innerLo] {
+		if m.Kind != hippocam.KindGuidance {
+			return false
+		}
+	}
+	return true
+}
+
+// precip asks PRECIP for the memory of span and renders it as an intent memory with a fresh ref.
+func (st *step) precip(ctx context.Context, span []hippocam.Message, chain []string, closing []hippocam.Intent) (hippocam.Message, error) {
+	labels := make([]string, len(closing))
+	for i, c := range closing {
+		labels[i] = c.Label
+	}
+	var b strings.Builder
+	b.WriteString("The work above served the intent chain below, and its innermost part has just closed. Write the memory that will replace these messages.\n")
+	b.WriteString(ChainPrefix + strings.Join(chain, ChainSeparator) + "\n")
+	b.WriteString(ClosingPrefix + strings.Join(labels, ChainSeparator) + "\n")
+	for _, c := range closing {
+		fmt.Fprintf(&b, "Exit condition of %q: %s\n", c.Label, c.Done)
+	}
+	b.WriteString("Call " + PrecipTool + ".")
+	limit := tokens(span) + 256
+	var out PrecipOutput
+	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, span, b.String(), PrecipToolSpec, func(args string) error {
+		out = PrecipOutput{}
+		if err := decodeArgs(args, &out); err != nil {
+			return err
+		}
+		if err := out.Validate(); err != nil {
+			return err
+		}
+		if n := st.e.tok.Count(out.Memory); n > limit {
+			return fmt.Errorf("the memory has %d tokens, more than the %d-token work it replaces; keep only what the intents need", n, limit)
+		}
+		return nil
+	})
+	if err != nil {
+		return hippocam.Message{}, err
+	}
+	ref := st.s.NextID("r")
+	head := fmt.Sprintf("%s Memory of my finished work on %s (intent chain: %s).\n",
+		hippocam.RefTag(ref), quoteLabels(labels), strings.Join(chain, ChainSeparator))
+	m := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindIntentMemory, Ref: ref, Content: head + strings.TrimSpace(out.Memory)}
+	m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+	return m, nil
+}
+
+func quoteLabels(labels []string) string {
+	q := make([]string, len(labels))
+	for i, l := range labels {
+		q[i] = fmt.Sprintf("%q", l)
+	}
+	return strings.Join(q, " and ")
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Algorithm 2 (seed 000, appendix B.1): ordinary and pressure-driven prefix consolidation.
+//
+//	ORDINARYCHECK(region): R ← the region's prefix before the working tail;
+//	                       FOLD(R) if R holds ≥ E_min intent memories and ≥ T_min tokens.
+//	PRESSURECONTROL:       P ← request tokens + quantile_q(round sizes);
+//	                       if P > ρW: SWEEP(protect the tail);
+//	                       still > W: SWEEP(protect only the unfinished round);
+//	                       still > W: capacity error before the main model is called.
+//	SWEEP(protection):     for each region from root to innermost: FOLD(R) if |R| > Δmin.
+//	FOLD(R):               whole tool exchanges only; m ← PALIM(R); ask for a more concise m up
+//	                       to J times while the saving is below Δmin; REPLACE only if
+//	                       |R| − |m| ≥ Δmin. A failed or rejected fold leaves R untouched.
+
+// predicted is P of Alg. 2: the largest request the step may send next (the main model's or
+// JANUS's, whichever frames the context with more) plus the reserve for the next round.
+func (st *step) predicted() int {
+	return st.requestTokens() + roundQuantile(st.s.Rounds, st.e.cfg.Quantile)
+}
+
+// requestTokens is the size of the next main-model request, or of the JANUS request when that
+// one is larger, so that no component's request over the context exceeds the window.
+func (st *step) requestTokens() int {
+	return tokens(st.s.Context) + max(st.e.agentFrame(st.in.Tools, true), st.e.janusFrame(st.s.Stack))
+}
+
+// pressureControl runs PRESSURECONTROL. ECAPACITY when the request cannot fit even after both
+// sweeps; the request is then never sent.
+func (st *step) pressureControl(ctx context.Context) error {
+	w := st.e.cfg.Window
+	if float64(st.predicted()) <= st.e.cfg.Pressure*float64(w) {
+		return nil
+	}
+	if err := st.sweep(ctx, true); err != nil {
+		return err
+	}
+	if st.predicted() > w {
+		if err := st.sweep(ctx, false); err != nil {
+			return err
+		}
+	}
+	if req, answer := st.requestTokens(), st.answerReserve(); req+answer > w {
+		return hippocam.Errorf(hippocam.ECAPACITY,
+			"the request needs %d tokens (%d for the context and its framing, %d reserved for the answer) but the context window is %d, even after consolidating everything outside the current round",
+			req+answer, req, answer, w)
+	}
+	return nil
+}
+
+// answerReserve is the room kept for the model's answer when deciding whether a request can be
+// sent at all: the q-quantile of the answers in the context. Alg. 2 reserves a whole round (the
+// answer and the next tool results) for its sweeps, and so does this engine; but a request whose
+// next round would not fit can still be answered, and the next step's pressure control deals
+// with the round's results when they arrive. Failing it would refuse work the window can hold.
+func (st *step) answerReserve() int {
+	var sizes []int
+	for i := range st.s.Context {
+		if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && !st.recallIDs[m.ID] {
+			sizes = append(sizes, m.Tokens)
+		}
+	}
+	return roundQuantile(sizes, st.e.cfg.Quantile)
+}
+
+// sweep folds, from the root region to the innermost, every eligible prefix larger than Δmin.
+func (st *step) sweep(ctx context.Context, protectTail bool) error {
+	for j := 0; ; j++ {
+		regs := st.regions() // recomputed: a fold shifts the indices of later regions
+		if j >= len(regs) {
+			return nil
+		}
+		lo, hi := st.eligible(regs[j], st.tailStart(protectTail))
+		if tokens(st.s.Context[lo:hi]) <= st.e.cfg.MinSaving {
+			continue
+		}
+		if err := st.fold(ctx, lo, hi); err != nil {
+			return fmt.Errorf("sweep region %d: %w", j, err)
+		}
+	}
+}
+
+// ordinaryCheck runs ORDINARYCHECK on the region holding the message with the given id.
+func (st *step) ordinaryCheck(ctx context.Context, id string) error {
+	at := st.s.Index(id)
+	if at < 0 {
+		return nil
+	}
+	for _, r := range st.regions() {
+		if at < r.lo || at >= r.hi {
+			continue
+		}
+		lo, hi := st.eligible(r, st.tailStart(true))
+		memories := 0
+		for _, m := range st.s.Context[lo:hi] {
+			if m.Kind == hippocam.KindIntentMemory {
+				memories++
+			}
+		}
+		if memories >= st.e.cfg.MinIntentMems && tokens(st.s.Context[lo:hi]) >= st.e.cfg.MinPrefix {
+			return st.fold(ctx, lo, hi)
+		}
+		return nil
+	}
+	return nil
+}
+
+// fold is FOLD(R) for R = [lo, hi) of the context (already whole tool exchanges). Only errors
+// that must stop the step (a cancelled context) are returned; a failed or rejected PALIM leaves
+// R untouched.
+func (st *step) fold(ctx context.Context, lo, hi int) error {
+	lo, hi = wholeExchanges(st.s.Context, lo, hi)
+	if lo >= hi {
+		return nil
+	}
+	span := st.s.Context[lo:hi]
+	size := tokens(span)
+	memory, err := st.palim(ctx, span, size)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var gaveUp *errGaveUp
+		if !errors.As(err, &gaveUp) {
+			st.e.log.Warn("prefix consolidation failed; prefix kept", "error", err)
+		}
+		return nil
+	}
+	if size-memory.Tokens < st.e.cfg.MinSaving {
+		st.e.log.Info("prefix consolidation saved too little; prefix kept", "tokens", size, "memory", memory.Tokens)
+		return nil
+	}
+	if _, err := st.replace(lo, hi, memory); err != nil {
+		return err
+	}
+	st.res.PrefixConsolidations++
+	return nil
+}

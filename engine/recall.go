@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hippocam/hippocam"
+)
+
+// RECALL (Alg. 1) returns one layer of the message tree: the messages directly beneath a
+// consolidated message's ref. A result is sized to the room left in the window: children that do
+// not fit come back as handles ([ref:ID] of the message) that recall accepts, and a single message
+// larger than the room comes back in pages (handle ID@OFFSET for the rest). Unknown refs, or refs
+// of another session, are a tool error for the model; nothing changes.
+
+// recall answers one recall call and returns the result as shown, and its listing (header and
+// handles only) for when a deeper layer is opened.
+func (st *step) recall(ctx context.Context, args string, room int) (string, string) {
+	var a RecallArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return "Recall error: " + err.Error() + `. Call recall with {"ref": "ID"}.`, ""
+	}
+	ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(a.Ref), "[ref:"), "]")
+	if ref == "" {
+		return `Recall error: the ref is empty. Call recall with {"ref": "ID"} using an ID from a [ref:ID] tag.`, ""
+	}
+	id, offset := ref, 0
+	if i := strings.LastIndexByte(ref, '@'); i > 0 {
+		if n, err := strconv.Atoi(ref[i+1:]); err == nil && n >= 0 {
+			id, offset = ref[:i], n
+		}
+	}
+	if offset == 0 {
+		kids, err := st.children(ctx, id)
+		if err == nil {
+			return st.layer(id, kids, room)
+		}
+		if hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
+			return "Recall error: the archive cannot be read right now; answer with what you have.", ""
+		}
+	}
+	m, err := st.message(ctx, id)
+	if err != nil || offset > len(m.Content) {
+		return fmt.Sprintf("Recall error: nothing in this conversation's memory has the ref %q. Use a ref from a [ref:ID] tag in view.", ref), ""
+	}
+	return st.page(m, offset, room)
+}
+
+// block is one child of a recall result: its header line and, when shown, its text.
+type block struct {
+	head, body string
+	handle     string
+	tokens     int // of head+body
+	leftTokens int // of the left-out line
+}
+
+func describe(i, n int, m *hippocam.Message) string {
+	s := fmt.Sprintf("%s%d/%d · %s · %s", ChildMarker, i+1, n, m.Role, m.Kind)
+	if m.ToolCallID != "" {
+		s += " · result of " + m.ToolCallID
+	}
+	return s
+}
+
+func body(m *hippocam.Message) string {
+	text := m.Content
+	for _, c := range m.ToolCalls {
+		text += fmt.Sprintf("\n[calls %s %s (id %s)]", c.Name, c.Arguments, c.ID)
+	}
+	return text
+}
+
+// layer renders the children of ref within room tokens: every child as a header line with its
+// handle when left out, and, in order, the full text of every child that still fits.
+func (st *step) layer(ref string, kids []hippocam.Message, room int) (string, string) {
+	tok := st.e.tok
+	head := fmt.Sprintf("Recall of %s: the %d messages beneath it, oldest first.", ref, len(kids))
+	blocks := make([]block, len(kids))
+	used := tok.Count(head) + 1
+	for i := range kids {
+		k := &kids[i]
+		b := &blocks[i]
+		b.head = describe(i, len(kids), k)
+		b.body = body(k)
+		b.handle = fmt.Sprintf("%s · %s %s (%d tokens); recall the handle to read it", b.head, hippocam.RefTag(k.ID), LeftOutMarker, k.Tokens)
+		b.tokens = tok.Count(b.head) + tok.Count(b.body) + 2
+		b.leftTokens = tok.Count(b.handle) + 1
+		used += b.leftTokens
+	}
+	if used > room {
+		return fmt.Sprintf("Recall error: the window has room for %d more tokens, and even the list of the %d messages beneath %s needs %d. Answer with what you have.", max(room, 0), len(kids), ref, used), ""
+	}
+	shown := make([]bool, len(kids))
+	for i := range blocks {
+		if extra := blocks[i].tokens - blocks[i].leftTokens; used+extra <= room {
+			shown[i] = true
+			used += extra
+		}
+	}
+	for {
+		text := renderLayer(head, blocks, shown)
+		if tok.Count(text) <= room || !anyShown(shown) {
+			return text, layerListing(head, kids, blocks, shown)
+		}
+		for i := len(shown) - 1; i >= 0; i-- { // counting by parts was optimistic: drop the last one shown
+			if shown[i] {
+				shown[i] = false
+				break
+			}
+		}
+	}
+}
+
+// layerListing is the short form of a layer result once a deeper layer is opened: every child's
+// header with its handle; children that were left out keep their left-out line.
+func layerListing(head string, kids []hippocam.Message, blocks []block, shown []bool) string {
+	var b strings.Builder
+	b.WriteString(head + " (Shortened since: recall a handle to reread a message.)")
+	for i := range blocks {
+		b.WriteString("\n")
+		if shown[i] {
+			b.WriteString(blocks[i].head + " · " + hippocam.RefTag(kids[i].ID) + " (shown before)")
+		} else {
+			b.WriteString(blocks[i].handle)
+		}
+	}
+	return b.String()
+}
+
+func renderLayer(head string, blocks []block, shown []bool) string {
+	var b strings.Builder
+	b.WriteString(head)
+	for i := range blocks {
+		b.WriteString("\n")
+		if shown[i] {
+			b.WriteString(blocks[i].head + "\n" + blocks[i].body)
+		} else {
+			b.WriteString(blocks[i].handle)
+		}
+	}
+	return b.String()
+}
+
+func anyShown(shown []bool) bool {
+	for _, s := range shown {
+		if s {
+			return true
+		}
+	}
+	return false
+}
+
+// page renders message m from byte offset on, as much as fits in room, with a handle for the
+// rest. A page boundary never splits a UTF-8 character.
+func (st *step) page(m *hippocam.Message, offset, room int) (string, string) {
+	tok := st.e.tok
+	text := body(m)
+	if offset > len(text) {
+		offset = len(text)
+	}
+	rest := text[offset:]
+	head := fmt.Sprintf("%s1/1 · %s · %s", ChildMarker, m.Role, m.Kind)
+	if offset > 0 {
+		head += fmt.Sprintf(" · continued from byte %d of %d", offset, len(text))
+	}
+	if tok.Count(head)+tok.Count(rest)+2 <= room {
+		return head + "\n" + rest, fmt.Sprintf("%s · %s (shown before; recall it to reread it)", head, hippocam.RefTag(m.ID))
+	}
+	tail := func(next int) string {
+		return fmt.Sprintf("%s%s %s: the rest of this message (%d of %d bytes); recall the handle to read on", ChildMarker, hippocam.RefTag(fmt.Sprintf("%s@%d", m.ID, next)), LeftOutMarker, len(text)-next, len(text))
+	}
+	budget := room - tok.Count(head) - tok.Count(tail(len(text))) - 4
+	if budget < 16 {
+		return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to show any of message %s. Answer with what you have.", max(room, 0), m.ID), ""
+	}
+	// The longest prefix of rest within budget tokens, by binary search over byte lengths.
+	lo, hi := 0, len(rest)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if tok.Count(rest[:mid]) <= budget {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for lo > 0 && lo < len(rest) && !utf8.RuneStart(rest[lo]) {
+		lo--
+	}
+	if nl := strings.LastIndexByte(rest[:lo], '\n'); nl > lo*4/5 {
+		lo = nl + 1 // prefer to break at a line end when one is near
+	}
+	if lo == 0 {
+		_, size := utf8.DecodeRuneInString(rest)
+		lo = size
+	}
+	next := offset + lo
+	listing := fmt.Sprintf("%s · %s (this page shown before)\n%s", head, hippocam.RefTag(fmt.Sprintf("%s@%d", m.ID, offset)), tail(next))
+	return head + "\n" + rest[:lo] + "\n" + tail(next), listing
+}

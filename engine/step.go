@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hippocam/hippocam"
+)
+
+// step is the working state of one interaction step: a private copy of the session, the
+// operations to commit, and the archive nodes created so far (readable by recall before they
+// are committed).
+type step struct {
+	e     *Engine
+	s     *hippocam.Session
+	arch  hippocam.Archive
+	in    Input
+	ops   []hippocam.Op
+	nodes map[string][]hippocam.Message
+	res   Result
+	// start is the id of the first message of the unfinished round this step serves: the first
+	// input, or the assistant message whose tool calls the inputs answer. It is always protected.
+	start string
+	// recall exchanges currently in the context (ids), transient: they leave with the answer.
+	recallIDs map[string]bool
+	// listings holds the short form of each recall result, used once a deeper layer is opened.
+	listings map[string]string
+	// before is the intent stack as it was before JANUS's operations of this step.
+	before hippocam.IntentStack
+}
+
+// Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
+// the window (Algorithm 2), lets JANUS maintain the intent stack, obtains the main model's answer
+// (answering its recall calls), consolidates the spans of closed intents and checks the prefix.
+//
+// Errors: EINVALID for input that breaks the conversation's rules (nothing changes), ECAPACITY
+// when the request cannot fit the window even after every sweep, and the model's error when the
+// main model fails. Failures of JANUS, PRECIP and PALIM are not errors: they leave the stack or
+// the span as it was and the step continues.
+func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (*Result, error) {
+	began := time.Now()
+	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}}
+	st.res.Usage = hippocam.Usage{}
+	st.res.Change.From = s.Version
+	if err := st.appendInputs(); err != nil {
+		return nil, err
+	}
+	// Alg. 1 line 1: pressure control before anything reads the context.
+	if err := st.pressureControl(ctx); err != nil {
+		return nil, err
+	}
+	// Lines 2-3: JANUS, then the validated stack and its guidance.
+	closed, guidance, err := st.janus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Line 4: the main model's answer, with progressive recall.
+	if err := st.answer(ctx); err != nil {
+		return nil, err
+	}
+	// Lines 5-13: consolidate the closed spans, innermost first, then the ordinary check.
+	if err := st.consolidateClosed(ctx, closed, guidance); err != nil {
+		return nil, err
+	}
+	st.s.Usage.Merge(st.res.Usage)
+	st.s.Consolidations.Intent += st.res.IntentConsolidations
+	st.s.Consolidations.Prefix += st.res.PrefixConsolidations
+	st.res.Session = st.s
+	st.res.Change.Ops = st.ops
+	st.res.Elapsed = time.Since(began)
+	return &st.res, nil
+}
+
+// appendInputs checks and appends the step's new messages. Tool results must answer the pending
+// calls of the last answer; a user or system message cannot arrive while calls are unanswered.
+func (st *step) appendInputs() error {
+	if len(st.in.Messages) == 0 {
+		return hippocam.Errorf(hippocam.EINVALID, "a step needs at least one new message")
+	}
+	pending, callerID := st.pendingCalls()
+	answered := map[string]bool{}
+	roundTokens := 0
+	for i, m := range st.in.Messages {
+		switch m.Role {
+		case hippocam.RoleTool:
+			if !pending[m.ToolCallID] || answered[m.ToolCallID] {
+				return hippocam.Errorf(hippocam.EINVALID, "message %d: tool result for %q answers no pending tool call", i, m.ToolCallID)
+			}
+			answered[m.ToolCallID] = true
+		case hippocam.RoleUser, hippocam.RoleSystem:
+			if len(answered) < len(pending) {
+				return hippocam.Errorf(hippocam.EINVALID, "message %d: %d tool call(s) of the last answer have no result yet", i, len(pending)-len(answered))
+			}
+		default:
+			return hippocam.Errorf(hippocam.EINVALID, "message %d: role %q cannot enter a step (only user, system and tool)", i, m.Role)
+		}
+	}
+	if len(pending) > 0 && len(answered) < len(pending) {
+		return hippocam.Errorf(hippocam.EINVALID, "%d tool call(s) of the last answer have no result", len(pending)-len(answered))
+	}
+	if len(pending) > 0 {
+		st.start = callerID
+	}
+	for _, m := range st.in.Messages {
+		m.ID = st.s.NextID("m")
+		m.Kind = hippocam.KindRaw
+		m.Ref, m.Trace, m.Knowledge = "", nil, nil
+		m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+		if m.Role == hippocam.RoleTool {
+			roundTokens += m.Tokens
+		}
+		if st.start == "" {
+			st.start = m.ID
+		}
+		st.push(m)
+	}
+	if len(pending) > 0 {
+		// The round of the last answer is complete: its answer plus its tool results.
+		st.s.AddRound(st.s.Context[st.s.Index(callerID)].Tokens + roundTokens)
+	}
+	return nil
+}
+
+// pendingCalls returns the tool-call ids of the last assistant answer when it is the last
+// message with calls not yet answered, and that answer's id.
+func (st *step) pendingCalls() (map[string]bool, string) {
+	c := st.s.Context
+	for i := len(c) - 1; i >= 0; i-- {
+		if c[i].Role != hippocam.RoleAssistant {
+			if c[i].Role == hippocam.RoleTool {
+				continue
+			}
+			return nil, ""
+		}
+		if len(c[i].ToolCalls) == 0 {
+			return nil, ""
+		}
+		pending := map[string]bool{}
+		for _, id := range c[i].CallIDs() {
+			pending[id] = true
+		}
+		for _, m := range c[i+1:] {
+			delete(pending, m.ToolCallID)
+		}
+		if len(pending) == 0 {
+			return nil, ""
+		}
+		return pending, c[i].ID
+	}
+	return nil, ""
+}
+
+// push appends m to the context and records the op.
+func (st *step) push(m hippocam.Message) {
+	st.s.Context = append(st.s.Context, m)
+	st.ops = append(st.ops, hippocam.AppendOp(m))
+}
+
+// replace is Alg. 1's REPLACE: the context messages [lo, hi) move beneath a fresh ref, in order,
+// and memory takes their place. Intent anchors are ids, so nothing shifts. It refuses (and
+// reports a bug) if the span holds the start of an open intent or a transient recall message.
+func (st *step) replace(lo, hi int, memory hippocam.Message) (hippocam.Message, error) {
+	if lo < 0 || hi > len(st.s.Context) || lo >= hi {
+		return memory, fmt.Errorf("replace: empty or out-of-range span [%d,%d)", lo, hi)
+	}
+	span := st.s.Context[lo:hi]
+	ids := make([]string, len(span))
+	for i, m := range span {
+		ids[i] = m.ID
+		if st.recallIDs[m.ID] {
+			return memory, fmt.Errorf("replace: span holds a recall exchange")
+		}
+		for _, in := range st.s.Stack {
+			if in.Start == m.ID {
+				return memory, fmt.Errorf("replace: span holds the first message of open intent %q", in.Label)
+			}
+		}
+	}
+	if memory.ID == "" {
+		memory.ID = st.s.NextID("m")
+	}
+	st.nodes[memory.Ref] = append([]hippocam.Message(nil), span...)
+	ctx := make([]hippocam.Message, 0, len(st.s.Context)-len(span)+1)
+	ctx = append(ctx, st.s.Context[:lo]...)
+	ctx = append(ctx, memory)
+	ctx = append(ctx, st.s.Context[hi:]...)
+	st.s.Context = ctx
+	st.ops = append(st.ops, hippocam.ReplaceOp(ids, memory))
+	return memory, nil
+}
+
+// call sends one model request and records its usage.
+func (st *step) call(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	t0 := time.Now()
+	resp, err := st.e.model.Complete(ctx, req)
+	st.res.ModelTime += time.Since(t0)
+	if err != nil {
+		return nil, err
+	}
+	st.res.Usage.Add(req.Role, resp.Usage, st.e.cfg.Prices)
+	return resp, nil
+}
+
+// tokens sums the sizes of msgs.
+func tokens(msgs []hippocam.Message) int {
+	n := 0
+	for i := range msgs {
+		n += msgs[i].Tokens
+	}
+	return n
+}
+
+// Children reads one layer of the archive, including nodes this step created.
+func (st *step) children(ctx context.Context, ref string) ([]hippocam.Message, error) {
+	if kids, ok := st.nodes[ref]; ok {
+		return kids, nil
+	}
+	return st.arch.Children(ctx, ref)
+}
+
+// message finds one message of the session: in the context, in this step's nodes, or archived.
+func (st *step) message(ctx context.Context, id string) (*hippocam.Message, error) {
+	if i := st.s.Index(id); i >= 0 && !st.recallIDs[id] {
+		return &st.s.Context[i], nil
+	}
+	for _, kids := range st.nodes {
+		for i := range kids {
+			if kids[i].ID == id {
+				return &kids[i], nil
+			}
+		}
+	}
+	return st.arch.Message(ctx, id)
+}

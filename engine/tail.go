@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"math"
+	"sort"
+
+	"github.com/hippocam/hippocam"
+)
+
+// roundQuantile is s in Alg. 2: the q-quantile of observed round sizes (nearest rank), or 0
+// before any round has been observed.
+func roundQuantile(rounds []int, q float64) int {
+	if len(rounds) == 0 {
+		return 0
+	}
+	sorted := append([]int(nil), rounds...)
+	sort.Ints(sorted)
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	rank = max(0, min(rank, len(sorted)-1))
+	return sorted[rank]
+}
+
+// tailBudget is B = min(αW, max(B_min, K·quantile_q(R))) (paper §2.4).
+func (c *Config) tailBudget(rounds []int) int {
+	b := max(c.TailMinTokens, c.TailRounds*roundQuantile(rounds, c.Quantile))
+	return min(int(c.TailCap*float64(c.Window)), b)
+}
+
+// isRound reports whether m starts an interaction round: a main-model answer. Guidance and
+// memories are user messages, and recall exchanges never stay in the context, so every assistant
+// message in the context is one.
+func isRound(m *hippocam.Message) bool { return m.Role == hippocam.RoleAssistant }
+
+// protectedFrom is the index where the unfinished round begins: everything from there on belongs
+// to the current step and is never consolidated.
+func (st *step) protectedFrom() int {
+	if i := st.s.Index(st.start); i >= 0 {
+		return i
+	}
+	return len(st.s.Context)
+}
+
+// tailStart returns the index of the first message of the working tail. With protectTail, the
+// tail is the shortest suffix holding at least K rounds and B tokens, widened so that it never
+// splits a tool exchange; without it (the emergency sweep) only the unfinished round is kept.
+func (st *step) tailStart(protectTail bool) int {
+	from := st.protectedFrom()
+	if !protectTail {
+		return exchangeStart(st.s.Context, from)
+	}
+	c := st.s.Context
+	budget := st.e.cfg.tailBudget(st.s.Rounds)
+	rounds, size, i := 0, 0, len(c)
+	for i > 0 && (rounds < st.e.cfg.TailRounds || size < budget) {
+		i--
+		size += c[i].Tokens
+		if isRound(&c[i]) {
+			rounds++
+		}
+	}
+	return exchangeStart(c, min(i, from))
+}
+
+// exchangeStart moves i back so that it does not fall inside a tool exchange: if c[i] is a tool
+// result, the exchange begins at the assistant message that made the call.
+func exchangeStart(c []hippocam.Message, i int) int {
+	for i > 0 && i < len(c) && c[i].Role == hippocam.RoleTool {
+		i--
+	}
+	return i
+}
+
+// region is one part of the context cut by the open intents' first messages (paper §2.4):
+// region 0 precedes the stack, region j ≥ 1 is local to intent j. [lo, hi) excludes the region's
+// opening guidance and the leading system messages.
+type region struct {
+	depth  int
+	lo, hi int
+}
+
+// regions returns C_0 … C_d. An intent whose first message is missing from the context (which
+// would be a bug) yields an empty region rather than a wrong one.
+func (st *step) regions() []region {
+	c := st.s.Context
+	lead := 0
+	for lead < len(c) && c[lead].Role == hippocam.RoleSystem {
+		lead++
+	}
+	starts := make([]int, len(st.s.Stack))
+	for j, in := range st.s.Stack {
+		starts[j] = st.s.Index(in.Start)
+	}
+	out := make([]region, 0, len(starts)+1)
+	lo := lead
+	for j := 0; j <= len(starts); j++ {
+		hi := len(c)
+		if j < len(starts) {
+			hi = starts[j]
+		}
+		if hi < 0 || lo < 0 {
+			out = append(out, region{depth: j, lo: 0, hi: 0})
+		} else {
+			out = append(out, region{depth: j, lo: lo, hi: max(lo, hi)})
+		}
+		if j < len(starts) {
+			lo = -1
+			if starts[j] >= 0 {
+				lo = max(lead, starts[j]+1)
+			}
+		}
+	}
+	return out
+}
+
+// eligible is a region's prefix before the working tail, restricted to whole tool exchanges
+// (Alg. 2, FOLD line 29). It returns an empty range when nothing qualifies.
+func (st *step) eligible(r region, tail int) (int, int) {
+	return wholeExchanges(st.s.Context, r.lo, min(r.hi, tail))
+}
+
+// wholeExchanges shrinks [lo, hi) so that it holds no part of a tool exchange without the rest:
+// leading tool results whose call lies before lo are dropped, and the range ends before any
+// assistant message whose results are not all inside it.
+func wholeExchanges(c []hippocam.Message, lo, hi int) (int, int) {
+	for lo < hi && c[lo].Role == hippocam.RoleTool {
+		lo++
+	}
+	for i := lo; i < hi; i++ {
+		if len(c[i].ToolCalls) == 0 {
+			continue
+		}
+		want := len(c[i].ToolCalls)
+		got := 0
+		j := i + 1
+		for ; j < len(c) && c[j].Role == hippocam.RoleTool; j++ {
+			got++
+		}
+		if got < want || j > hi {
+			return lo, max(lo, i)
+		}
+	}
+	return lo, max(lo, hi)
+}

@@ -1,0 +1,396 @@
+// Package openai is Hippocam's client for OpenAI-compatible chat-completions endpoints (OpenAI,
+// vLLM, llama.cpp, Ollama and the simulated model). It speaks the JSON of package wire over
+// net/http, marks every call with its role, and repeats attempts that failed for reasons that
+// may pass.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/wire"
+)
+
+// Log keys.
+const (
+	logOp      = "op"
+	logRole    = "role"
+	logAttempt = "attempt"
+	logStatus  = "status"
+	logWait    = "wait"
+	logError   = "error"
+)
+
+// Client is a hippocam.Model backed by one OpenAI-compatible endpoint. It is safe for
+// concurrent use.
+type Client struct {
+	cfg  Config
+	base string // BaseURL without its trailing slash
+	http *http.Client
+	log  *slog.Logger
+}
+
+var _ hippocam.Model = (*Client)(nil)
+
+// New returns a Client for cfg, with defaults for its zero durations (MaxRetries is taken as
+// it is). It does no I/O. EINVALID when cfg fails Validate.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Client{
+		cfg:  cfg,
+		base: strings.TrimRight(cfg.BaseURL, "/"),
+		http: cfg.HTTPClient,
+		log:  cfg.Logger,
+	}, nil
+}
+
+// Complete sends req as one non-streamed chat completion and returns the first choice as a raw
+// assistant message, with the finish reason and the provider's token usage (zero when it
+// reports none). Errors: EINVALID when the request cannot be encoded or the endpoint rejects it
+// (EUNAUTHORIZED and EFORBIDDEN for 401 and 403), EUNAVAILABLE when the endpoint cannot be
+// reached, keeps failing, or answers with something unreadable or over 32 MiB. A refusal
+// by status is a *StatusError. When ctx ends the error is EUNAVAILABLE and errors.Is matches
+// ctx.Err().
+func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	body, err := c.requestBody(req, false)
+	if err != nil {
+		return nil, err
+	}
+	var raw []byte
+	err = c.do(ctx, &exchange{
+		op: "chat completion", method: http.MethodPost, path: "/chat/completions",
+		body: body, role: roleOf(req), accept: "application/json",
+		read: func(resp *http.Response, _ *attempt) (err error) {
+			raw, err = readBody(resp.Body)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return decodeCompletion(raw)
+}
+
+// ListModels returns the body of GET {BaseURL}/models unchanged, for a proxy to pass through.
+// Errors as for Complete.
+func (c *Client) ListModels(ctx context.Context) ([]byte, error) {
+	var raw []byte
+	err := c.do(ctx, &exchange{
+		op: "list models", method: http.MethodGet, path: "/models", accept: "application/json",
+		read: func(resp *http.Response, _ *attempt) (err error) {
+			raw, err = readBody(resp.Body)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// roleOf returns the call role of req, CallAgent when it names none.
+func roleOf(req *hippocam.Request) hippocam.CallRole {
+	if req == nil || req.Role == "" {
+		return hippocam.CallAgent
+	}
+	return req.Role
+}
+
+// requestBody encodes req for the wire; stream asks for a streamed answer with a final usage
+// chunk. Fields of req.Extra that the client sets itself are dropped, so that the body never
+// names a key twice.
+func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error) {
+	if req == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: no request")
+	}
+	wr, err := wire.FromRequest(c.cfg.Model, req)
+	if err != nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: %v", err)
+	}
+	for _, k := range []string{"model", "messages", "stream", "stream_options"} {
+		delete(wr.Extra, k)
+	}
+	if len(wr.Tools) > 0 {
+		delete(wr.Extra, "tools")
+	}
+	if len(wr.ToolChoice) > 0 {
+		delete(wr.Extra, "tool_choice")
+	}
+	if wr.MaxTokens != nil {
+		delete(wr.Extra, "max_tokens")
+	}
+	if stream {
+		wr.Stream = true
+		wr.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
+	}
+	b, err := json.Marshal(wr)
+	if err != nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: encode request: %v", err)
+	}
+	return b, nil
+}
+
+// decodeCompletion reads a non-streamed answer. EUNAVAILABLE when it is not a usable one.
+func decodeCompletion(raw []byte) (*hippocam.Response, error) {
+	var cr wire.ChatResponse
+	if err := json.Unmarshal(raw, &cr); err != nil {
+		return nil, unreadable(err.Error())
+	}
+	if len(cr.Choices) == 0 {
+		if e, ok := cr.Extra["error"]; ok && string(e) != "null" {
+			return nil, unreadable("error in a success answer: " + parseErrorBody(raw).Error.Message)
+		}
+		return nil, unreadable("no choices")
+	}
+	choice := cr.Choices[0]
+	m, err := assistantMessage(choice.Message)
+	if err != nil {
+		return nil, err
+	}
+	return &hippocam.Response{Message: m, FinishReason: choice.FinishReason, Usage: usageOf(cr.Usage)}, nil
+}
+
+// assistantMessage converts the message of an answer; the role is always assistant. Fields that
+// would do harm when the message is sent back in a later request are dropped first: null or
+// empty values (OpenAI's "refusal": null, "annotations": []) and the model's reasoning
+// ("reasoning_content", "reasoning"), which some providers refuse as input and which would
+// occupy the context without being counted. Other unknown fields stay in Message.Extra.
+func assistantMessage(c wire.ChatMessage) (hippocam.Message, error) {
+	c.Role = string(hippocam.RoleAssistant)
+	if emptyJSON(c.Content) {
+		c.Content = nil
+	}
+	for k, v := range c.Extra {
+		if k == "reasoning_content" || k == "reasoning" || emptyJSON(v) {
+			delete(c.Extra, k)
+		}
+	}
+	m, err := wire.ToMessage(c)
+	if err != nil {
+		return m, unreadable(hippocam.ErrorMessage(err))
+	}
+	return m, nil
+}
+
+// emptyJSON reports whether v is absent, null, [] or {}.
+func emptyJSON(v json.RawMessage) bool {
+	switch string(bytes.TrimSpace(v)) {
+	case "", "null", "[]", "{}":
+		return true
+	}
+	return false
+}
+
+// usageOf converts the provider's usage; nil gives zero usage.
+func usageOf(u *wire.Usage) hippocam.CallUsage {
+	if u == nil {
+		return hippocam.CallUsage{}
+	}
+	cu := hippocam.CallUsage{Input: u.PromptTokens, Output: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		cu.CachedInput = u.PromptTokensDetails.CachedTokens
+	}
+	return cu
+}
+
+// unreadable is the error for an answer the client cannot use.
+func unreadable(detail string) error {
+	return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint sent an unreadable answer: %s", detail)
+}
+
+// readBody reads a whole answer of at most maxResponseBytes. A failed read is transient.
+func readBody(r io.Reader) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
+	if err != nil {
+		return nil, transient{err}
+	}
+	if len(b) > maxResponseBytes {
+		return nil, hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint sent an answer over %d MiB", maxResponseBytes>>20)
+	}
+	return b, nil
+}
+
+// exchange is one logical request, sent once per attempt.
+type exchange struct {
+	op     string // what the request does, for messages and logs
+	method string
+	path   string
+	body   []byte
+	role   hippocam.CallRole // "" sends no role header
+	accept string
+	// read consumes a 2xx answer. Errors wrapped in transient let the attempt be repeated.
+	read func(resp *http.Response, a *attempt) error
+}
+
+// transient marks an error after which the attempt may be repeated.
+type transient struct{ err error }
+
+func (t transient) Error() string { return t.err.Error() }
+func (t transient) Unwrap() error { return t.err }
+
+// errAttemptTimeout is the cause with which an attempt's context ends when Timeout passes.
+var errAttemptTimeout = errors.New("attempt timed out")
+
+// attempt is the state of one try: its context ends when the parent's does, or when the
+// timeout passes without touch being called.
+type attempt struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timer   *time.Timer
+	timeout time.Duration
+}
+
+// touch restarts the attempt's timeout.
+func (a *attempt) touch() { a.timer.Reset(a.timeout) }
+
+// explain adds to err that the attempt timed out, if it did.
+func (a *attempt) explain(err error) error {
+	if context.Cause(a.ctx) == errAttemptTimeout {
+		return fmt.Errorf("no progress within %v: %w", a.timeout, err)
+	}
+	return err
+}
+
+// do sends x until an attempt succeeds, the failure is permanent, the retries are spent or ctx
+// ends.
+func (c *Client) do(ctx context.Context, x *exchange) error {
+	for n := 1; ; n++ {
+		err := c.try(ctx, x)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return cancelled(ctx, x.op)
+		}
+		var se *StatusError
+		var tr transient
+		switch {
+		case errors.As(err, &se):
+			se.Attempts = n
+			if !retryableStatus(se.Status) || n > c.cfg.MaxRetries {
+				return se
+			}
+		case errors.As(err, &tr):
+			if n > c.cfg.MaxRetries {
+				msg := "model endpoint unreachable"
+				if n > 1 {
+					msg += fmt.Sprintf(" after %d attempts", n)
+				}
+				return fmt.Errorf("%w: %w", &hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: msg}, tr.err)
+			}
+		default:
+			return err
+		}
+		wait := c.backoff(n, se)
+		c.log.Warn("model request failed, retrying", logOp, x.op, logRole, string(x.role),
+			logAttempt, n, logStatus, statusOf(se), logWait, wait, logError, err)
+		if sleep(ctx, wait) != nil {
+			return cancelled(ctx, x.op)
+		}
+	}
+}
+
+// try makes one attempt. Failures before a 2xx answer are *StatusError or transient.
+func (c *Client) try(ctx context.Context, x *exchange) error {
+	actx, cancel := context.WithCancelCause(ctx)
+	a := &attempt{ctx: actx, cancel: cancel, timeout: c.cfg.Timeout}
+	a.timer = time.AfterFunc(a.timeout, func() { cancel(errAttemptTimeout) })
+	defer func() {
+		a.timer.Stop()
+		cancel(nil)
+	}()
+
+	var body io.Reader
+	if x.body != nil {
+		body = bytes.NewReader(x.body)
+	}
+	req, err := http.NewRequestWithContext(actx, x.method, c.base+x.path, body)
+	if err != nil {
+		return hippocam.Errorf(hippocam.EINVALID, "openai: %s: %v", x.op, err)
+	}
+	if x.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", x.accept)
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	if x.role != "" {
+		req.Header.Set(hippocam.RoleHeader, string(x.role))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return transient{a.explain(err)}
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+		return newStatusError(resp, b, time.Now())
+	}
+	if err := x.read(resp, a); err != nil {
+		var tr transient
+		if errors.As(err, &tr) {
+			return transient{a.explain(tr.err)}
+		}
+		return err
+	}
+	return nil
+}
+
+// backoff returns the wait after failed attempt n: the server's Retry-After when it gave one,
+// else MinBackoff doubled per attempt with jitter; never more than MaxBackoff.
+func (c *Client) backoff(n int, se *StatusError) time.Duration {
+	if se != nil && se.RetryAfter > 0 {
+		return min(se.RetryAfter, c.cfg.MaxBackoff)
+	}
+	d := c.cfg.MinBackoff
+	for i := 1; i < n && d < c.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.cfg.MaxBackoff)
+	// Equal jitter: half fixed, half random, so that clients failing together spread out.
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(d-half)+1))
+}
+
+// statusOf returns se's status, 0 for nil.
+func statusOf(se *StatusError) int {
+	if se == nil {
+		return 0
+	}
+	return se.Status
+}
+
+// sleep waits d or until ctx ends, returning ctx's error in that case.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// cancelled is the error for a request whose ctx ended: EUNAVAILABLE, and ctx.Err() in the
+// chain.
+func cancelled(ctx context.Context, op string) error {
+	return fmt.Errorf("%w: %w", hippocam.Errorf(hippocam.EUNAVAILABLE, "%s cancelled", op), ctx.Err())
+}

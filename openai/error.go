@@ -1,0 +1,171 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/wire"
+)
+
+// StatusError is an answer of the endpoint with a status other than 2xx. It is returned after
+// the last attempt, so a proxy can pass the status and the Retry-After hint on to its own
+// client; find it with errors.As. Its chain also holds a *hippocam.Error whose code follows
+// from Status (see Code), so hippocam.ErrorCode works on it directly.
+type StatusError struct {
+	// Status is the HTTP status code of the last attempt.
+	Status int
+	// RetryAfter is the wait the server asked for (Retry-After or retry-after-ms), uncapped;
+	// zero when it asked for none.
+	RetryAfter time.Duration
+	// Body is the server's error, read leniently: when the body is not OpenAI's error JSON its
+	// text (shortened) becomes Body.Error.Message.
+	Body wire.ErrorResponse
+	// Attempts is how many attempts were made, the last one included.
+	Attempts int
+}
+
+// Code maps Status to an error code: EUNAUTHORIZED for 401, EFORBIDDEN for 403, EUNAVAILABLE
+// for the statuses worth retrying (408, 409, 429, 5xx) and anything unexpected, and EINVALID
+// for every other 4xx.
+func (e *StatusError) Code() string {
+	switch {
+	case e.Status == http.StatusUnauthorized:
+		return hippocam.EUNAUTHORIZED
+	case e.Status == http.StatusForbidden:
+		return hippocam.EFORBIDDEN
+	case retryableStatus(e.Status):
+		return hippocam.EUNAVAILABLE
+	case e.Status >= 400 && e.Status < 500:
+		return hippocam.EINVALID
+	}
+	return hippocam.EUNAVAILABLE
+}
+
+// Error returns the same text as the *hippocam.Error it unwraps to.
+func (e *StatusError) Error() string { return e.Unwrap().Error() }
+
+// Unwrap returns the *hippocam.Error that carries Code and a message naming the status and the
+// provider's own message.
+func (e *StatusError) Unwrap() error {
+	msg := fmt.Sprintf("model endpoint answered %d %s", e.Status, http.StatusText(e.Status))
+	if e.Attempts > 1 {
+		msg += fmt.Sprintf(" after %d attempts", e.Attempts)
+	}
+	if m := e.Body.Error.Message; m != "" {
+		msg += ": " + m
+	}
+	return &hippocam.Error{Code: e.Code(), Message: msg}
+}
+
+// retryableStatus reports whether an attempt that got status may succeed when repeated.
+func retryableStatus(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return true
+	}
+	return status >= 500 && status <= 599
+}
+
+// newStatusError reads the error answer resp whose body is body.
+func newStatusError(resp *http.Response, body []byte, now time.Time) *StatusError {
+	return &StatusError{
+		Status:     resp.StatusCode,
+		RetryAfter: retryAfter(resp.Header, now),
+		Body:       parseErrorBody(body),
+	}
+}
+
+// retryAfter reads the wait a server asks for: retry-after-ms (OpenAI's), else Retry-After as
+// seconds or as an HTTP date. Zero when absent, unreadable or in the past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// maxErrorText bounds how much of a non-JSON error body becomes the message.
+const maxErrorText = 512
+
+// parseErrorBody reads an error body in the shapes servers actually send: OpenAI's
+// {"error":{"message":…}} (with code a string or, as llama.cpp sends it, a number), a flat
+// {"message":…} (older vLLM), {"error":"text"} (Ollama), or plain text.
+func parseErrorBody(body []byte) wire.ErrorResponse {
+	var out wire.ErrorResponse
+	if json.Unmarshal(body, &out) == nil && out.Error.Message != "" {
+		return out
+	}
+	var loose struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body, &loose) == nil {
+		var inner struct {
+			Message string          `json:"message"`
+			Type    string          `json:"type"`
+			Param   *string         `json:"param"`
+			Code    json.RawMessage `json:"code"`
+		}
+		var text string
+		switch {
+		case json.Unmarshal(loose.Error, &text) == nil && text != "":
+			out.Error.Message = text
+			return out
+		case json.Unmarshal(loose.Error, &inner) == nil && inner.Message != "":
+			out.Error = wire.ErrorBody{Message: inner.Message, Type: inner.Type, Param: inner.Param, Code: codeText(inner.Code)}
+			return out
+		case loose.Message != "":
+			out.Error = wire.ErrorBody{Message: loose.Message, Type: loose.Type, Code: codeText(loose.Code)}
+			return out
+		}
+	}
+	out.Error = wire.ErrorBody{Message: shorten(string(bytes.TrimSpace(body)), maxErrorText)}
+	return out
+}
+
+// codeText renders an error code that may be a JSON string or number; nil when absent.
+func codeText(raw json.RawMessage) *string {
+	var s string
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		s = string(raw)
+	}
+	return &s
+}
+
+// shorten cuts s to at most n bytes on a rune boundary, marking the cut.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

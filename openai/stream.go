@@ -1,0 +1,258 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/wire"
+)
+
+// Stream sends req as a streamed chat completion (stream: true, with a final usage chunk),
+// calls fn with every chunk as it arrives, and returns the whole answer assembled from the
+// deltas of the first choice: content concatenated, tool calls merged by index, the last
+// finish reason and the usage chunk's usage. fn may be nil. An error from fn ends the stream
+// and is returned wrapped.
+//
+// Attempts are repeated, as for Complete, only until the first chunk has reached fn; a stream
+// that breaks after that gives EUNAVAILABLE. Config.Timeout bounds the wait for the headers
+// and every pause between two lines. Errors otherwise as for Complete.
+func (c *Client) Stream(ctx context.Context, req *hippocam.Request, fn func(wire.ChatChunk) error) (*hippocam.Response, error) {
+	body, err := c.requestBody(req, true)
+	if err != nil {
+		return nil, err
+	}
+	var asm *assembler
+	err = c.do(ctx, &exchange{
+		op: "chat completion stream", method: http.MethodPost, path: "/chat/completions",
+		body: body, role: roleOf(req), accept: "text/event-stream",
+		read: func(resp *http.Response, a *attempt) error {
+			asm = &assembler{byIndex: map[int]*partialCall{}}
+			return readEvents(resp.Body, a, func(ch wire.ChatChunk) error {
+				asm.add(ch)
+				if fn == nil {
+					return nil
+				}
+				if err := fn(ch); err != nil {
+					return callbackError{err}
+				}
+				return nil
+			})
+		},
+	})
+	if err != nil {
+		var cb callbackError
+		if errors.As(err, &cb) {
+			return nil, fmt.Errorf("stream callback: %w", cb.err)
+		}
+		return nil, err
+	}
+	return asm.response()
+}
+
+// callbackError carries an error of Stream's callback through the event reader. It has no
+// Unwrap on purpose: the retry loop must not mistake what the callback returned for a failure
+// of the endpoint.
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
+
+// streamEvent is a data event of the stream: a chunk, or an error a server sends mid-stream.
+type streamEvent struct {
+	wire.ChatChunk
+	Error json.RawMessage `json:"error"`
+}
+
+// readEvents reads the server-sent events of body, decodes each data event as a chunk and
+// gives it to fn, until "[DONE]" or the end of the body. Read failures before the first chunk
+// are transient; after it they are EUNAVAILABLE, like malformed or error events.
+func readEvents(body io.Reader, a *attempt, fn func(wire.ChatChunk) error) error {
+	lr := &io.LimitedReader{R: body, N: maxStreamBytes + 1}
+	br := bufio.NewReaderSize(lr, 64<<10)
+	var data bytes.Buffer
+	var hasData, finished bool
+	chunks := 0
+	dispatch := func() (done bool, err error) {
+		if !hasData {
+			return false, nil
+		}
+		hasData = false
+		ev := bytes.TrimSpace(data.Bytes())
+		defer data.Reset()
+		if string(ev) == "[DONE]" {
+			return true, nil
+		}
+		var se streamEvent
+		if err := json.Unmarshal(ev, &se); err != nil {
+			return false, unreadable(fmt.Sprintf("stream event %d: %v", chunks+1, err))
+		}
+		if len(se.Error) > 0 && string(se.Error) != "null" {
+			return false, hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", parseErrorBody(ev).Error.Message)
+		}
+		for _, ch := range se.Choices {
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				finished = true
+			}
+		}
+		chunks++
+		return false, fn(se.ChatChunk)
+	}
+	for {
+		line, rerr := br.ReadBytes('\n')
+		a.touch()
+		if lr.N <= 0 {
+			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint streamed over %d MiB", maxStreamBytes>>20)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 && rerr == nil {
+			if done, err := dispatch(); done || err != nil {
+				return err
+			}
+			continue
+		}
+		if field, value, ok := bytes.Cut(line, []byte(":")); ok && string(field) == "data" {
+			if hasData {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(value, []byte(" ")))
+			hasData = true
+		}
+		if rerr == nil {
+			continue
+		}
+		if done, err := dispatch(); done || err != nil {
+			return err
+		}
+		switch {
+		case rerr != io.EOF && chunks == 0:
+			return transient{rerr}
+		case rerr != io.EOF:
+			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.explain(rerr))
+		case !finished:
+			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before the answer was complete")
+		}
+		return nil
+	}
+}
+
+// partialCall is a tool call being assembled from deltas.
+type partialCall struct {
+	index int
+	call  wire.ToolCall
+	args  strings.Builder
+}
+
+// assembler builds the first choice's whole message from a stream's deltas.
+type assembler struct {
+	role    string
+	content strings.Builder
+	calls   []*partialCall
+	byIndex map[int]*partialCall
+	finish  string
+	usage   *wire.Usage
+}
+
+// add takes in one chunk.
+func (a *assembler) add(ch wire.ChatChunk) {
+	if ch.Usage != nil {
+		a.usage = ch.Usage
+	}
+	for _, cc := range ch.Choices {
+		if cc.Index != 0 {
+			continue
+		}
+		d := cc.Delta
+		if d.Role != "" {
+			a.role = d.Role
+		}
+		if d.Content != nil {
+			a.content.WriteString(*d.Content)
+		}
+		for _, tc := range d.ToolCalls {
+			a.addCall(tc)
+		}
+		if cc.FinishReason != nil && *cc.FinishReason != "" {
+			a.finish = *cc.FinishReason
+		}
+	}
+}
+
+// addCall merges one tool-call delta. Deltas carry an index; for servers that leave it out, a
+// new id starts a new call and a delta without an id continues the last one.
+func (a *assembler) addCall(tc wire.ToolCall) {
+	var p *partialCall
+	switch {
+	case tc.Index != nil:
+		p = a.byIndex[*tc.Index]
+		if p == nil {
+			p = a.newCall(*tc.Index)
+		}
+	case tc.ID != "":
+		for _, q := range a.calls {
+			if q.call.ID == tc.ID {
+				p = q
+			}
+		}
+		if p == nil {
+			p = a.newCall(a.nextIndex())
+		}
+	case len(a.calls) > 0:
+		p = a.calls[len(a.calls)-1]
+	default:
+		p = a.newCall(0)
+	}
+	if p.call.ID == "" {
+		p.call.ID = tc.ID
+	}
+	if p.call.Type == "" {
+		p.call.Type = tc.Type
+	}
+	if p.call.Function.Name == "" {
+		p.call.Function.Name = tc.Function.Name
+	}
+	p.args.WriteString(tc.Function.Arguments)
+}
+
+// newCall starts the call with the given index.
+func (a *assembler) newCall(index int) *partialCall {
+	p := &partialCall{index: index}
+	a.calls = append(a.calls, p)
+	a.byIndex[index] = p
+	return p
+}
+
+// nextIndex is an index above every index seen so far.
+func (a *assembler) nextIndex() int {
+	n := 0
+	for _, p := range a.calls {
+		n = max(n, p.index+1)
+	}
+	return n
+}
+
+// response returns the assembled answer.
+func (a *assembler) response() (*hippocam.Response, error) {
+	sort.SliceStable(a.calls, func(i, j int) bool { return a.calls[i].index < a.calls[j].index })
+	msg := wire.ChatMessage{Role: string(hippocam.RoleAssistant)}
+	for _, p := range a.calls {
+		tc := p.call
+		tc.Function.Arguments = p.args.String()
+		msg.ToolCalls = append(msg.ToolCalls, tc)
+	}
+	if a.content.Len() > 0 || len(msg.ToolCalls) == 0 {
+		msg.Content = wire.StringContent(a.content.String())
+	}
+	m, err := assistantMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	return &hippocam.Response{Message: m, FinishReason: a.finish, Usage: usageOf(a.usage)}, nil
+}

@@ -1,0 +1,165 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hippocam/hippocam"
+	"github.com/jackc/pgx/v5"
+)
+
+// CreateSession stores s as a new session at version 0 and sets s.Version, s.CreatedAt (unless
+// already set) and s.UpdatedAt. Times are kept in UTC to the microsecond. EINVALID for an empty
+// id or a non-empty context (messages enter through Commit); ECONFLICT if the session exists.
+func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
+	if s == nil || s.ID == "" {
+		return hippocam.Errorf(hippocam.EINVALID, "a session needs an id")
+	}
+	if len(s.Context) > 0 {
+		return hippocam.Errorf(hippocam.EINVALID, "a new session's context must be empty; append messages with a commit")
+	}
+	snap, err := encodeSnapshot(s)
+	if err != nil {
+		return err
+	}
+	now := db.now()
+	created := s.CreatedAt.UTC().Truncate(time.Microsecond)
+	if s.CreatedAt.IsZero() {
+		created = now
+	}
+	tag, err := db.pool.Exec(ctx, `INSERT INTO sessions
+		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, depth, messages, created_at, updated_at)
+		VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11) ON CONFLICT DO NOTHING`,
+		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, len(s.Stack),
+		created, now)
+	if err != nil {
+		return fmt.Errorf("postgres: create session: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return hippocam.Errorf(hippocam.ECONFLICT, "session %q exists", s.ID)
+	}
+	s.Version, s.CreatedAt, s.UpdatedAt = 0, created, now
+	return nil
+}
+
+// Session loads a session with its context, both read from one snapshot of the database.
+// ENOTFOUND if there is none.
+func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session, error) {
+	var s *hippocam.Session
+	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		s = &hippocam.Session{Tenant: tenant, ID: id}
+		var snap snapshot
+		err := tx.QueryRow(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, created_at, updated_at
+			FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).
+			Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &s.CreatedAt, &s.UpdatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound(id)
+		} else if err != nil {
+			return err
+		}
+		if err := snap.decode(s); err != nil {
+			return err
+		}
+		s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+		s.Context, err = queryMessages(ctx, tx, `SELECT `+messageColumns+` FROM messages
+			WHERE tenant = $1 AND session_id = $2 AND parent = '' ORDER BY pos`, tenant, id)
+		return err
+	})
+	if err != nil {
+		if hippocam.ErrorCode(err) != hippocam.EINTERNAL {
+			return nil, err
+		}
+		return nil, fmt.Errorf("postgres: session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// Sessions lists the tenant's sessions, most recently updated first (ties by id).
+func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionInfo, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, messages, depth, consolidations, updated_at
+		FROM sessions WHERE tenant = $1 ORDER BY updated_at DESC, id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []hippocam.SessionInfo
+	for rows.Next() {
+		in := hippocam.SessionInfo{Tenant: tenant}
+		var consolidations []byte
+		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &in.UpdatedAt); err != nil {
+			return nil, fmt.Errorf("postgres: sessions: %w", err)
+		}
+		if err := json.Unmarshal(consolidations, &in.Consolidations); err != nil {
+			return nil, fmt.Errorf("postgres: sessions: %s: %w", in.ID, err)
+		}
+		in.UpdatedAt = in.UpdatedAt.UTC()
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: sessions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSession removes the session and, by cascade, all of its messages. ENOTFOUND if none.
+func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
+	tag, err := db.pool.Exec(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id)
+	if err != nil {
+		return fmt.Errorf("postgres: delete session: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+func notFound(id string) error {
+	return hippocam.Errorf(hippocam.ENOTFOUND, "no session %q", id)
+}
+
+// snapshot holds a session's snapshot fields as the JSON of their columns.
+type snapshot struct {
+	stack, stackLog, rounds, usage, consolidations []byte
+}
+
+func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
+	var snap snapshot
+	for _, f := range []struct {
+		dst *[]byte
+		v   any
+	}{
+		{&snap.stack, s.Stack},
+		{&snap.stackLog, s.StackLog},
+		{&snap.rounds, s.Rounds},
+		{&snap.usage, s.Usage},
+		{&snap.consolidations, s.Consolidations},
+	} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return snap, hippocam.Errorf(hippocam.EINVALID, "session %q: %v", s.ID, err)
+		}
+		*f.dst = b
+	}
+	return snap, nil
+}
+
+func (snap snapshot) decode(s *hippocam.Session) error {
+	for _, f := range []struct {
+		src []byte
+		v   any
+	}{
+		{snap.stack, &s.Stack},
+		{snap.stackLog, &s.StackLog},
+		{snap.rounds, &s.Rounds},
+		{snap.usage, &s.Usage},
+		{snap.consolidations, &s.Consolidations},
+	} {
+		if err := json.Unmarshal(f.src, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

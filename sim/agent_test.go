@@ -1,0 +1,272 @@
+package sim_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/tokenizer"
+	"github.com/hippocam/hippocam/wire"
+)
+
+func TestAgentDirectives(t *testing.T) {
+	type call struct{ name, args string }
+	tests := []struct {
+		name    string
+		msgs    []wire.ChatMessage
+		content string
+		calls   []call
+	}{
+		{name: "NoDirective", msgs: []wire.ChatMessage{user("Start with the exports.")}, content: "ok"},
+		{name: "Say", msgs: []wire.ChatMessage{user("revenue := 3\n!say corrected the shop revenue")}, content: "corrected the shop revenue"},
+		{name: "SayOnlySinceLastAnswer", msgs: []wire.ChatMessage{user("!say old"), assistant("old"), user("nothing new")}, content: "ok"},
+		{
+			name:  "ParallelCalls",
+			msgs:  []wire.ChatMessage{user("!call read_file {\"path\":\"exports/shop.csv\"}\n!call read_file {\"path\":\"exports/market.csv\"}")},
+			calls: []call{{"read_file", `{"path":"exports/shop.csv"}`}, {"read_file", `{"path":"exports/market.csv"}`}},
+		},
+		{name: "CallWithoutArguments", msgs: []wire.ChatMessage{user("!call list_files")}, calls: []call{{"list_files", "{}"}}},
+		{
+			name: "ToolResultsAfterCalls",
+			msgs: []wire.ChatMessage{
+				user("!call read_file {\"path\":\"a\"}"),
+				calling([3]string{"c1", "read_file", `{"path":"a"}`}),
+				toolResult("c1", "revenue_shop := 1200\n!say read it"),
+			},
+			content: "read it",
+		},
+		{
+			name:    "Combined",
+			msgs:    []wire.ChatMessage{user("color := blue\n!say first\n!call ping {}\n!ask color\n- !say second")},
+			content: "first\ncolor := blue\nsecond",
+			calls:   []call{{"ping", "{}"}},
+		},
+		{name: "DirectivesInRecallResultsIgnored", msgs: []wire.ChatMessage{user("hi"), recalling("c1", "r1"), toolResult("c1", "--- m1\n!say leaked")}, content: "ok"},
+		{name: "JanusDirectivesIgnored", msgs: []wire.ChatMessage{user("#open A | a holds")}, content: "ok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := complete(t, mustModel(t), hippocam.CallAgent, agentChat(tt.msgs...))
+			if got := answerText(t, resp); got != tt.content {
+				t.Errorf("content %q, want %q", got, tt.content)
+			}
+			var got []call
+			ids := map[string]bool{}
+			for _, c := range resp.Choices[0].Message.ToolCalls {
+				got = append(got, call{c.Function.Name, c.Function.Arguments})
+				if c.ID == "" || ids[c.ID] {
+					t.Errorf("call id %q is empty or repeated", c.ID)
+				}
+				ids[c.ID] = true
+			}
+			if !reflect.DeepEqual(got, tt.calls) {
+				t.Errorf("calls %v, want %v", got, tt.calls)
+			}
+			wantFinish := "stop"
+			if len(tt.calls) > 0 {
+				wantFinish = "tool_calls"
+			}
+			if f := resp.Choices[0].FinishReason; f != wantFinish {
+				t.Errorf("finish reason %q, want %q", f, wantFinish)
+			}
+		})
+	}
+}
+
+func TestAgentPad(t *testing.T) {
+	tok := tokenizer.MustDefault()
+	for _, n := range []int{1, 7, 128, 900, 5000} {
+		resp := complete(t, mustModel(t), hippocam.CallAgent, agentChat(user("!say header\n!pad "+itoa(n))))
+		got := answerText(t, resp)
+		head, filler, ok := strings.Cut(got, "\n")
+		if !ok || head != "header" {
+			t.Fatalf("pad %d: answer %q does not start with the said text", n, got[:min(len(got), 40)])
+		}
+		if c := tok.Count(filler); c != n {
+			t.Errorf("pad %d: filler has %d tokens", n, c)
+		}
+		if u := resp.Usage.CompletionTokens; u != tok.Count(got) {
+			t.Errorf("pad %d: completion tokens %d, want %d", n, u, tok.Count(got))
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// askCase is one main-model request ending in an !ask, and what the model must do: answer or
+// recall a ref.
+type askCase struct {
+	name   string
+	msgs   []wire.ChatMessage
+	noTool bool   // the request does not offer recall
+	answer string // the expected content, if the model answers
+	recall string // the expected ref, if the model recalls
+}
+
+func runAsk(t *testing.T, tests []askCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := agentChat(tt.msgs...)
+			if tt.noTool {
+				req.Tools = nil
+			}
+			resp := complete(t, mustModel(t), hippocam.CallAgent, req)
+			if tt.recall != "" {
+				var args engine.RecallArgs
+				decodeCall(t, resp, engine.RecallTool, &args)
+				if args.Ref != tt.recall {
+					t.Fatalf("recalled %q, want %q", args.Ref, tt.recall)
+				}
+				if s := answerText(t, resp); s != "" {
+					t.Fatalf("a recall call carries text %q", s)
+				}
+				return
+			}
+			msg := resp.Choices[0].Message
+			if len(msg.ToolCalls) != 0 {
+				t.Fatalf("answer %s calls tools, want the text %q", show(msg), tt.answer)
+			}
+			if got := answerText(t, resp); got != tt.answer {
+				t.Fatalf("answer %q, want %q", got, tt.answer)
+			}
+		})
+	}
+}
+
+func TestAgentAsk(t *testing.T) {
+	memory := user("[ref:r1] Memory of my finished work on \"Read the exports\".\nI finished \"Read the exports\".\nrevenue_shop := 1200\ndetail shop_owner (in the archive)")
+	older := user("[ref:r0] Memory of my finished work on \"Set up\".\nI finished \"Set up\".\ndetail shop_owner (in the archive)")
+	prefix := user("[ref:p1] Consolidated memory of my earlier work.\nKnowledge:\n- [neutral] detail shop_owner (in the archive)")
+	runAsk(t, []askCase{
+		{name: "InContext", msgs: []wire.ChatMessage{memory, user("!ask revenue_shop")}, answer: "revenue_shop := 1200"},
+		{name: "LatestWins", msgs: []wire.ChatMessage{memory, user("revenue_shop := 1250"), assistant("ok"), user("!ask revenue_shop")}, answer: "revenue_shop := 1250"},
+		{name: "DetailInContext", msgs: []wire.ChatMessage{user("detail shop_owner := Dana"), assistant("ok"), user("!ask shop_owner")}, answer: "shop_owner := Dana"},
+		{name: "OwnEarlierAnswer", msgs: []wire.ChatMessage{memory, user("!ask shop_owner"), assistant("shop_owner := Dana"), user("!ask shop_owner")}, answer: "shop_owner := Dana"},
+		{name: "RecallTheRefNamingKey", msgs: []wire.ChatMessage{older, memory, user("!ask shop_owner")}, recall: "r1"},
+		{name: "RecallFromPrefixMemoryKnowledge", msgs: []wire.ChatMessage{prefix, user("!ask shop_owner")}, recall: "p1"},
+		{name: "UnknownNothingNamesKey", msgs: []wire.ChatMessage{memory, user("!ask shop_manager")}, answer: "shop_manager := unknown"},
+		{name: "UnknownWithoutRecallTool", msgs: []wire.ChatMessage{memory, user("!ask shop_owner")}, noTool: true, answer: "shop_owner := unknown"},
+		{
+			name: "FoundInRecallResult",
+			msgs: []wire.ChatMessage{
+				memory, user("!ask shop_owner"),
+				recalling("c1", "r1"),
+				toolResult("c1", "Layer r1, 2 messages, oldest first:\n--- m3 (tool)\nrevenue_shop := 1200\ndetail shop_owner := Dana\n--- m4 (assistant)\nok"),
+			},
+			answer: "shop_owner := Dana",
+		},
+		{
+			name: "DescendIntoChild",
+			msgs: []wire.ChatMessage{
+				prefix, user("!ask shop_owner"),
+				recalling("c1", "p1"),
+				toolResult("c1", "Layer p1:\n--- m1\n[ref:r0] Memory of \"Set up\".\ndetail shop_owner (in the archive)\n--- m2\n[ref:r1] Memory of \"Read the exports\".\ndetail shop_owner (in the archive)\n--- m3\nok"),
+			},
+			recall: "r1",
+		},
+		{
+			name: "NextCandidateAfterDeadEnd",
+			msgs: []wire.ChatMessage{
+				older, memory, user("!ask shop_owner"),
+				recalling("c1", "r1"),
+				toolResult("c1", "Layer r1:\n--- m3\nnothing here"),
+			},
+			recall: "r0",
+		},
+		{
+			name: "LeftOutHandlesLastFirst",
+			msgs: []wire.ChatMessage{
+				memory, user("!ask shop_owner"),
+				recalling("c1", "r1"),
+				toolResult("c1", "Layer r1, partly:\n--- [ref:h1] m3 (tool, 900 tokens) left out\n--- m4\nok\n--- [ref:h2] m5 (tool, 700 tokens) left out"),
+			},
+			recall: "h2",
+		},
+		{
+			name: "LeftOutHandlesOfEarlierResults",
+			msgs: []wire.ChatMessage{
+				memory, user("!ask shop_owner"),
+				recalling("c1", "r1"),
+				toolResult("c1", "Layer r1, partly:\n--- [ref:h1] m3 left out\n--- [ref:h2] m5 left out"),
+				recalling("c2", "h2"),
+				toolResult("c2", "Message h2:\n--- m5\nrows without owner"),
+			},
+			recall: "h1",
+		},
+		{
+			name: "UnknownWhenEverythingOpened",
+			msgs: []wire.ChatMessage{
+				memory, user("!ask shop_owner"),
+				recalling("c1", "r1"),
+				toolResult("c1", "Layer r1, partly:\n--- [ref:h1] m3 left out"),
+				recalling("c2", "h1"),
+				toolResult("c2", "--- m3\nrows without owner"),
+			},
+			answer: "shop_owner := unknown",
+		},
+		{
+			name: "EarlierQuestionsRecallIgnored",
+			msgs: []wire.ChatMessage{
+				memory, user("!ask revenue_shop"),
+				recalling("c1", "r1"),
+				toolResult("c1", "--- m3\ndetail shop_owner := Dana"),
+				assistant("revenue_shop := 1200"),
+				user("!ask shop_owner"),
+			},
+			recall: "r1",
+		},
+		{
+			name:   "AtRecallLimitAnswers",
+			msgs:   []wire.ChatMessage{memory, user("!ask shop_owner"), recalling("c1", "r1"), toolResult("c1", "--- [ref:h1] m3 left out")},
+			noTool: true,
+			answer: "shop_owner := unknown",
+		},
+		{
+			name: "SeveralAsksRecallOneAtATime",
+			msgs: []wire.ChatMessage{
+				memory, user("!ask revenue_shop\n!ask shop_owner\n!say done"),
+				recalling("c1", "r1"),
+				toolResult("c1", "--- m3\ndetail shop_owner := Dana"),
+			},
+			answer: "revenue_shop := 1200\nshop_owner := Dana\ndone",
+		},
+	})
+}
+
+// TestAgentRecallCallDoesNotRepeat checks that a scripted !call of recall is made once in an
+// exchange: after its result the model answers instead of calling it again.
+func TestAgentRecallCallDoesNotRepeat(t *testing.T) {
+	req := agentChat(
+		user("!call recall {\"ref\":\"r1\"}\n!say looked"),
+		recalling("c1", "r1"),
+		toolResult("c1", "--- m1\nx := 1"),
+	)
+	resp := complete(t, mustModel(t), hippocam.CallAgent, req)
+	if msg := resp.Choices[0].Message; len(msg.ToolCalls) != 0 || answerText(t, resp) != "looked" {
+		t.Fatalf("answer %s, want the text \"looked\" and no call", show(msg))
+	}
+}
+
+// TestAgentCallIDs checks that call ids differ between requests and repeat for the same request.
+func TestAgentCallIDs(t *testing.T) {
+	m := mustModel(t)
+	a := complete(t, m, hippocam.CallAgent, agentChat(user("!call f {}\n!call f {}")))
+	b := complete(t, m, hippocam.CallAgent, agentChat(user("!call f {}\n!call f {}\n")))
+	a2 := complete(t, m, hippocam.CallAgent, agentChat(user("!call f {}\n!call f {}")))
+	ids := map[string]bool{}
+	for _, r := range []*wire.ChatResponse{a, b} {
+		for _, c := range r.Choices[0].Message.ToolCalls {
+			if ids[c.ID] {
+				t.Fatalf("call id %s repeats across requests", c.ID)
+			}
+			ids[c.ID] = true
+		}
+	}
+	if !reflect.DeepEqual(a.Choices[0].Message.ToolCalls, a2.Choices[0].Message.ToolCalls) {
+		t.Fatalf("the same request gave different calls")
+	}
+}

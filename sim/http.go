@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/wire"
+)
+
+// maxBody bounds a request body.
+const maxBody = 64 << 20
+
+// streamPiece is the most bytes of text or arguments one streamed chunk carries.
+const streamPiece = 64
+
+// Handler returns the simulation's HTTP API, OpenAI's chat-completions protocol:
+//
+//   - POST …/chat/completions answers a request, as one JSON body or, with "stream": true, as
+//     server-sent events ending with "data: [DONE]". The call role is read from the
+//     X-Hippocam-Role header (hippocam.RoleHeader); a request without it is the main model's.
+//   - GET …/models lists the one model, ModelID.
+//
+// Routes match on the end of the path, so any base URL (".../v1", "/openai/v1") works. Errors
+// have OpenAI's error body: 400 for malformed JSON, no messages or an unknown role, 404 for an
+// unknown route, 405 for a wrong method.
+func (m *Model) Handler() http.Handler { return http.HandlerFunc(m.serveHTTP) }
+
+func (m *Model) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case strings.HasSuffix(path, "/chat/completions"):
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST for chat completions")
+			return
+		}
+		m.serveChat(w, r)
+	case strings.HasSuffix(path, "/models"):
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET to list models")
+			return
+		}
+		writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelEntry{{ID: ModelID, Object: "model", OwnedBy: "hippocam"}}})
+	default:
+		writeError(w, http.StatusNotFound, "invalid_request_error", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+	}
+}
+
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (m *Model) serveChat(w http.ResponseWriter, r *http.Request) {
+	role, err := callRole(strings.TrimSpace(r.Header.Get(hippocam.RoleHeader)))
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "cannot read the request body: "+err.Error())
+		return
+	}
+	var req wire.ChatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "the body is not a valid chat request: "+err.Error())
+		return
+	}
+	resp, err := m.Complete(role, &req)
+	if err != nil {
+		writeFailure(w, err)
+		return
+	}
+	if req.Stream {
+		writeStream(w, resp, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// writeStream sends resp as chat.completion.chunk events: the role, the text in pieces, each tool
+// call (id and name, then its arguments in pieces, all with the call's index), the finish reason
+// and, if asked, a last chunk with the usage and no choices.
+func writeStream(w http.ResponseWriter, resp *wire.ChatResponse, includeUsage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	send := func(c wire.ChatChunk) {
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	chunk := func(d wire.Delta, finish *string) wire.ChatChunk {
+		return wire.ChatChunk{ID: resp.ID, Object: "chat.completion.chunk", Created: resp.Created, Model: resp.Model,
+			Choices: []wire.ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
+	}
+	choice := resp.Choices[0]
+	text, _ := choice.Message.Text()
+	empty := ""
+	send(chunk(wire.Delta{Role: string(hippocam.RoleAssistant), Content: &empty}, nil))
+	for _, p := range pieces(text) {
+		send(chunk(wire.Delta{Content: &p}, nil))
+	}
+	for i, tc := range choice.Message.ToolCalls {
+		send(chunk(wire.Delta{ToolCalls: []wire.ToolCall{{Index: &i, ID: tc.ID, Type: "function",
+			Function: wire.FunctionCall{Name: tc.Function.Name}}}}, nil))
+		for _, p := range pieces(tc.Function.Arguments) {
+			send(chunk(wire.Delta{ToolCalls: []wire.ToolCall{{Index: &i, Function: wire.FunctionCall{Arguments: p}}}}, nil))
+		}
+	}
+	finish := choice.FinishReason
+	send(chunk(wire.Delta{}, &finish))
+	if includeUsage {
+		last := chunk(wire.Delta{}, nil)
+		last.Choices, last.Usage = []wire.ChunkChoice{}, resp.Usage
+		send(last)
+	}
+	io.WriteString(w, "data: [DONE]\n\n")
+	if flusher != nil {
+		flusher.Flush()
+	}
+}
+
+// pieces cuts s into pieces of at most streamPiece bytes, never inside a character.
+func pieces(s string) []string {
+	var out []string
+	for s != "" {
+		n := min(streamPiece, len(s))
+		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		if n == 0 {
+			_, n = utf8.DecodeRuneInString(s)
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+// writeFailure maps an error to its HTTP status and OpenAI error body. Internal details are not
+// shown.
+func writeFailure(w http.ResponseWriter, err error) {
+	switch hippocam.ErrorCode(err) {
+	case hippocam.EINVALID:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", hippocam.ErrorMessage(err))
+	case hippocam.ENOTFOUND:
+		writeError(w, http.StatusNotFound, "invalid_request_error", hippocam.ErrorMessage(err))
+	default:
+		writeError(w, http.StatusInternalServerError, "server_error", hippocam.ErrorMessage(err))
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, wire.ErrorResponse{Error: wire.ErrorBody{Message: msg, Type: typ}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// Transport returns an http.RoundTripper that serves every request in-process through Handler,
+// without a socket: an HTTP client given this transport talks to the simulation whatever base URL
+// it uses. The whole response is produced before RoundTrip returns; streamed answers arrive as
+// one buffered body of events. RoundTrip fails only when the request's context is already done.
+func (m *Model) Transport() http.RoundTripper { return transport{h: m.Handler()} }
+
+type transport struct{ h http.Handler }
+
+func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		defer req.Body.Close()
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	in := req.Clone(req.Context())
+	if in.Body == nil {
+		in.Body = http.NoBody
+	}
+	rec := &recorder{header: http.Header{}}
+	t.h.ServeHTTP(rec, in)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", rec.status, http.StatusText(rec.status)),
+		StatusCode:    rec.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        rec.header,
+		Body:          io.NopCloser(bytes.NewReader(rec.body.Bytes())),
+		ContentLength: int64(rec.body.Len()),
+		Request:       req,
+	}, nil
+}
+
+// recorder is the http.ResponseWriter of Transport.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.WriteHeader(http.StatusOK)
+	return r.body.Write(b)
+}
+
+func (r *recorder) Flush() {}

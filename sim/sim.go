@@ -1,0 +1,173 @@
+// Package sim is Hippocam's simulated model: a deterministic, scripted stand-in for an
+// OpenAI-compatible chat-completions endpoint (design/SIM.md). It answers the main model and the
+// engine's components (JANUS, PRECIP, PALIM) by simple rules over directive and fact lines in the
+// messages, counts tokens with the engine's tokenizer and simulates a provider's prompt cache.
+// It measures the mechanism (what is kept, what is recalled, tokens and cache), not how well a
+// real model reasons.
+//
+// The same sequence of requests always gives the same responses, byte for byte: there are no
+// clocks and no randomness; ids are derived from the request.
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/wire"
+)
+
+// ModelID is the model the simulation lists at GET /v1/models and names in its answers when a
+// request does not name one.
+const ModelID = "hippocam-sim"
+
+// Model is the simulated model. It is safe for concurrent use. Its prompt cache is shared by
+// every caller, so cached tokens depend on the order in which requests arrive.
+type Model struct {
+	tok   hippocam.Tokenizer
+	cache *promptCache
+
+	mu    sync.Mutex
+	usage hippocam.Usage
+}
+
+// New returns a simulated model that counts tokens with tok, the tokenizer the engine uses. If
+// tok can also encode text into token ids (as tokenizer.BPE can), the prompt cache matches
+// prefixes token by token; otherwise message by message. New does no I/O. A model made with a
+// nil tokenizer fails every request with EINVALID.
+func New(tok hippocam.Tokenizer) *Model {
+	m := &Model{tok: tok, usage: hippocam.Usage{}}
+	if tok != nil {
+		m.cache = newPromptCache(tok)
+	}
+	return m
+}
+
+// Complete answers one chat request made for role ("" means agent). It returns EINVALID for an
+// unknown role, a request without messages, messages it cannot read, and a component request
+// (janus, precip, palim) that does not end with its instruction as a user message.
+func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.ChatResponse, error) {
+	role, err := callRole(string(role))
+	if err != nil {
+		return nil, err
+	}
+	if m.tok == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "the simulated model has no tokenizer")
+	}
+	if req == nil || len(req.Messages) == 0 {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "messages: at least one message is required")
+	}
+	msgs, tools, err := wire.ToRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	r := newRequest(msgs, tools)
+	var a answer
+	switch role {
+	case hippocam.CallJanus:
+		a, err = janus(r)
+	case hippocam.CallPrecip:
+		a, err = precip(r)
+	case hippocam.CallPalim:
+		a, err = palim(r)
+	default:
+		a, err = m.agent(r)
+	}
+	if err != nil {
+		return nil, err
+	}
+	digest, err := requestDigest(role, req)
+	if err != nil {
+		return nil, err
+	}
+	prompt := hippocam.RequestTokens(m.tok, msgs, tools)
+	usage := hippocam.CallUsage{
+		Input:       prompt,
+		CachedInput: m.cache.serve(msgs, tools, prompt),
+		Output:      m.answerTokens(&a),
+	}
+	m.mu.Lock()
+	m.usage.Add(role, usage, hippocam.DefaultPrices)
+	m.mu.Unlock()
+	return response(req.Model, digest, &a, usage), nil
+}
+
+// Usage returns what the simulation has served so far, by call role, priced with
+// hippocam.DefaultPrices.
+func (m *Model) Usage() hippocam.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.usage.Clone()
+}
+
+// answerTokens counts an answer: its text and the names and arguments of its calls.
+func (m *Model) answerTokens(a *answer) int {
+	n := m.tok.Count(a.content)
+	for _, c := range a.calls {
+		n += m.tok.Count(c.Name) + m.tok.Count(c.Arguments)
+	}
+	return n
+}
+
+// callRole reads a role name; "" is the main model. EINVALID for a role the simulation does not
+// play.
+func callRole(s string) (hippocam.CallRole, error) {
+	switch r := hippocam.CallRole(s); r {
+	case "":
+		return hippocam.CallAgent, nil
+	case hippocam.CallAgent, hippocam.CallJanus, hippocam.CallPrecip, hippocam.CallPalim:
+		return r, nil
+	}
+	return "", hippocam.Errorf(hippocam.EINVALID, "unknown call role %q; use agent, janus, precip or palim", s)
+}
+
+// requestDigest identifies a request for the ids of its answer. Whether the answer is streamed
+// does not change it, so a streamed answer carries the same ids as the plain one.
+func requestDigest(role hippocam.CallRole, req *wire.ChatRequest) (string, error) {
+	c := *req
+	c.Stream, c.StreamOptions = false, nil
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", hippocam.Errorf(hippocam.EINVALID, "request: %v", err)
+	}
+	h := sha256.New()
+	h.Write([]byte(role))
+	h.Write([]byte{0})
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// response renders an answer as a non-streamed completion.
+func response(model, digest string, a *answer, u hippocam.CallUsage) *wire.ChatResponse {
+	if model == "" {
+		model = ModelID
+	}
+	msg := wire.ChatMessage{Role: string(hippocam.RoleAssistant), Content: json.RawMessage("null")}
+	if a.content != "" || len(a.calls) == 0 {
+		msg.Content = wire.StringContent(a.content)
+	}
+	finish := "stop"
+	for i, c := range a.calls {
+		msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{
+			ID:       fmt.Sprintf("call_%s_%d", digest[:12], i),
+			Type:     "function",
+			Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments},
+		})
+		finish = "tool_calls"
+	}
+	return &wire.ChatResponse{
+		ID:      "chatcmpl-" + digest[:24],
+		Object:  "chat.completion",
+		Model:   model,
+		Choices: []wire.Choice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage: &wire.Usage{
+			PromptTokens:        u.Input,
+			CompletionTokens:    u.Output,
+			TotalTokens:         u.Input + u.Output,
+			PromptTokensDetails: &wire.PromptTokensDetails{CachedTokens: u.CachedInput},
+		},
+	}
+}

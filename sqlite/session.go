@@ -1,0 +1,168 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hippocam/hippocam"
+)
+
+// CreateSession stores s as a new session at version 0 and sets s.Version, s.CreatedAt (unless
+// already set) and s.UpdatedAt. Times are kept in UTC to the microsecond. EINVALID for an empty
+// id or a non-empty context (messages enter through Commit); ECONFLICT if the session exists.
+func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
+	if s == nil || s.ID == "" {
+		return hippocam.Errorf(hippocam.EINVALID, "a session needs an id")
+	}
+	if len(s.Context) > 0 {
+		return hippocam.Errorf(hippocam.EINVALID, "a new session's context must be empty; append messages with a commit")
+	}
+	snap, err := encodeSnapshot(s)
+	if err != nil {
+		return err
+	}
+	now := db.now()
+	created := s.CreatedAt.UTC().Truncate(time.Microsecond)
+	if s.CreatedAt.IsZero() {
+		created = now
+	}
+	res, err := db.write.ExecContext(ctx, `INSERT INTO sessions
+		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, depth, messages, created_at, updated_at)
+		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`,
+		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, len(s.Stack),
+		created.UnixMicro(), now.UnixMicro())
+	if err != nil {
+		return fmt.Errorf("sqlite: create session: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: create session: %w", err)
+	} else if n == 0 {
+		return hippocam.Errorf(hippocam.ECONFLICT, "session %q exists", s.ID)
+	}
+	s.Version, s.CreatedAt, s.UpdatedAt = 0, created, now
+	return nil
+}
+
+// Session loads a session with its context, both read from one snapshot of the database.
+// ENOTFOUND if there is none.
+func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session, error) {
+	tx, err := db.read.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: session: %w", err)
+	}
+	defer tx.Rollback()
+	s := &hippocam.Session{Tenant: tenant, ID: id}
+	var snap snapshot
+	var created, updated int64
+	err = tx.QueryRowContext(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, created_at, updated_at
+		FROM sessions WHERE tenant = ? AND id = ?`, tenant, id).
+		Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound(id)
+	} else if err != nil {
+		return nil, fmt.Errorf("sqlite: session: %w", err)
+	}
+	if err := snap.decode(s); err != nil {
+		return nil, fmt.Errorf("sqlite: session %s: %w", id, err)
+	}
+	s.CreatedAt, s.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	if s.Context, err = queryMessages(ctx, tx, `SELECT `+messageColumns+` FROM messages
+		WHERE tenant = ? AND session_id = ? AND parent = '' ORDER BY pos`, tenant, id); err != nil {
+		return nil, fmt.Errorf("sqlite: session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// Sessions lists the tenant's sessions, most recently updated first (ties by id).
+func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionInfo, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT id, messages, depth, consolidations, updated_at
+		FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []hippocam.SessionInfo
+	for rows.Next() {
+		in := hippocam.SessionInfo{Tenant: tenant}
+		var consolidations string
+		var updated int64
+		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &updated); err != nil {
+			return nil, fmt.Errorf("sqlite: sessions: %w", err)
+		}
+		if err := json.Unmarshal([]byte(consolidations), &in.Consolidations); err != nil {
+			return nil, fmt.Errorf("sqlite: sessions: %s: %w", in.ID, err)
+		}
+		in.UpdatedAt = time.UnixMicro(updated).UTC()
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: sessions: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteSession removes the session and, by cascade, all of its messages. ENOTFOUND if none.
+func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
+	res, err := db.write.ExecContext(ctx, `DELETE FROM sessions WHERE tenant = ? AND id = ?`, tenant, id)
+	if err != nil {
+		return fmt.Errorf("sqlite: delete session: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("sqlite: delete session: %w", err)
+	} else if n == 0 {
+		return notFound(id)
+	}
+	return nil
+}
+
+func notFound(id string) error {
+	return hippocam.Errorf(hippocam.ENOTFOUND, "no session %q", id)
+}
+
+// snapshot holds a session's snapshot fields as the JSON text of their columns.
+type snapshot struct {
+	stack, stackLog, rounds, usage, consolidations string
+}
+
+func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
+	var snap snapshot
+	for _, f := range []struct {
+		dst *string
+		v   any
+	}{
+		{&snap.stack, s.Stack},
+		{&snap.stackLog, s.StackLog},
+		{&snap.rounds, s.Rounds},
+		{&snap.usage, s.Usage},
+		{&snap.consolidations, s.Consolidations},
+	} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return snap, hippocam.Errorf(hippocam.EINVALID, "session %q: %v", s.ID, err)
+		}
+		*f.dst = string(b)
+	}
+	return snap, nil
+}
+
+func (snap snapshot) decode(s *hippocam.Session) error {
+	for _, f := range []struct {
+		src string
+		v   any
+	}{
+		{snap.stack, &s.Stack},
+		{snap.stackLog, &s.StackLog},
+		{snap.rounds, &s.Rounds},
+		{snap.usage, &s.Usage},
+		{snap.consolidations, &s.Consolidations},
+	} {
+		if err := json.Unmarshal([]byte(f.src), f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
