@@ -30,7 +30,10 @@ func TestStepInvoice(t *testing.T) {
 	if got := c.session().Stack; len(got) != 0 {
 		t.Fatalf("stack = %v, want empty", got.Labels())
 	}
-	for _, tc := range []struct{ ask, want string; recalls bool }{
+	for _, tc := range []struct {
+		ask, want string
+		recalls   bool
+	}{
 		{"!ask revenue_shop", "revenue_shop := 1250", false},
 		{"!ask shop_owner", "shop_owner := Dana", true},
 		{"!ask shop_manager", "shop_manager := unknown", false},

@@ -154,7 +154,7 @@ func (c *change) replace(ctx context.Context, i int, span []string, mem *hippoca
 	var idTaken, refTaken bool
 	err := c.tx.QueryRow(ctx, `SELECT
 		EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND session_id = $2 AND id = $3),
-		EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND session_id = $2 AND ref = $4)`,
+		EXISTS (SELECT 1 FROM messages WHERE tenant = $1 AND session_id = $2 AND ref = $4 AND ref <> '')`,
 		c.tenant, c.session, mem.ID, mem.Ref).Scan(&idTaken, &refTaken)
 	switch {
 	case err != nil:

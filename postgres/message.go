@@ -29,7 +29,7 @@ func (db *DB) Children(ctx context.Context, tenant, sessionID, ref string) ([]hi
 	}
 	var exists bool
 	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages
-		WHERE tenant = $1 AND session_id = $2 AND ref = $3)`, tenant, sessionID, ref).Scan(&exists); err != nil {
+		WHERE tenant = $1 AND session_id = $2 AND ref = $3 AND ref <> '')`, tenant, sessionID, ref).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("postgres: children %s: %w", ref, err)
 	} else if !exists {
 		return nil, refNotFound(ref, sessionID)

@@ -157,7 +157,7 @@ func (c *change) replace(ctx context.Context, i int, span []string, mem *hippoca
 	var idTaken, refTaken bool
 	err := c.tx.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND session_id = ?2 AND id = ?3),
-		EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND session_id = ?2 AND ref = ?4)`,
+		EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND session_id = ?2 AND ref = ?4 AND ref <> '')`,
 		c.tenant, c.session, mem.ID, mem.Ref).Scan(&idTaken, &refTaken)
 	switch {
 	case err != nil:
@@ -177,11 +177,15 @@ func (c *change) replace(ctx context.Context, i int, span []string, mem *hippoca
 	}
 	// Move the span beneath the fresh ref, numbered in span order; their own children follow
 	// them, since those point at the span messages' refs, which do not change.
-	if _, err := c.tx.ExecContext(ctx, `UPDATE messages SET parent = ?1,
-		pos = (SELECT CAST(key AS INTEGER) FROM json_each(?4) WHERE value = messages.id)
-		WHERE tenant = ?2 AND session_id = ?3 AND id IN (SELECT value FROM json_each(?4))`,
-		mem.Ref, c.tenant, c.session, string(ids)); err != nil {
+	move, err := c.tx.PrepareContext(ctx, `UPDATE messages SET parent = ?, pos = ? WHERE tenant = ? AND session_id = ? AND id = ?`)
+	if err != nil {
 		return err
+	}
+	defer move.Close()
+	for k, id := range span {
+		if _, err := move.ExecContext(ctx, mem.Ref, k, c.tenant, c.session, id); err != nil {
+			return err
+		}
 	}
 	if _, err := c.insert(ctx, mem, "", first); err != nil {
 		return err

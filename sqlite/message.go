@@ -29,7 +29,7 @@ func (db *DB) Children(ctx context.Context, tenant, sessionID, ref string) ([]hi
 	}
 	var exists bool
 	if err := db.read.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM messages
-		WHERE tenant = ? AND session_id = ? AND ref = ?)`, tenant, sessionID, ref).Scan(&exists); err != nil {
+		WHERE tenant = ? AND session_id = ? AND ref = ? AND ref <> '')`, tenant, sessionID, ref).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("sqlite: children %s: %w", ref, err)
 	} else if !exists {
 		return nil, refNotFound(ref, sessionID)

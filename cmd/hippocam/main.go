@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
 )
 
 func main() {
@@ -82,4 +81,3 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // Version is the binary's version.
 const Version = "0.1.0"
-
