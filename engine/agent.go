@@ -75,9 +75,8 @@ func (st *step) answer(ctx context.Context) error {
 			result := hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
 			if c.Name == RecallTool {
 				st.res.RecallCalls++
-				room := st.recallRoom()
-				shown, listing := st.recall(ctx, c.Arguments, room)
-				st.shrinkRecalls()
+				st.shrinkRecalls() // a deeper layer is opening: earlier results give up their room
+				shown, listing := st.recall(ctx, c.Arguments, st.recallRoom())
 				result.Content = shown
 				full[result.ID] = shown
 				st.listings[result.ID] = listing
@@ -158,15 +157,12 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 	st.res.FinishReason = reason
 }
 
-// recallRoom is the room, in tokens, a recall result may take: what is left under the pressure
-// threshold after the current request and the reserve for the next round, or, when that is
-// nearly nothing, what is left under the window itself.
+// recallRoom is the room, in tokens, a recall result may take: what the window has left after
+// the current request and the reserve for the next round (ARCHITECTURE.md §3). If that pushes
+// the context over ρW, pressure control folds older regions before the next call; the current
+// step, recall exchanges included, is protected.
 func (st *step) recallRoom() int {
-	const minRoom, margin = 256, 16
-	used := tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true) + roundQuantile(st.s.Rounds, st.e.cfg.Quantile) + margin + 4
-	room := int(st.e.cfg.Pressure*float64(st.e.cfg.Window)) - used
-	if room < minRoom {
-		room = st.e.cfg.Window - used
-	}
-	return room
+	const margin = 16
+	used := tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true) + roundQuantile(st.s.Rounds, st.e.cfg.Quantile)
+	return st.e.cfg.Window - used - margin - 4
 }

@@ -147,6 +147,9 @@ const (
 	ChainSeparator = " > "
 )
 
+// A consolidated message (intent or prefix memory) always begins with its own [ref:ID] tag; the
+// simulated model relies on this to tell memories from other user messages.
+
 // ImpressionSuffix ends an impression line: "detail KEY (in the archive)" says that a detail
 // about KEY sits in the archive beneath the memory that carries the line.
 const ImpressionSuffix = " (in the archive)"

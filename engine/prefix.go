@@ -27,10 +27,15 @@ func (st *step) predicted() int {
 	return st.requestTokens() + roundQuantile(st.s.Rounds, st.e.cfg.Quantile)
 }
 
-// requestTokens is the size of the next main-model request, or of the JANUS request when that
-// one is larger, so that no component's request over the context exceeds the window.
+// requestTokens is the size of the next main-model request, or, until JANUS has been called in
+// this step, of the JANUS request when that one is larger, so that no request over the context
+// exceeds the window.
 func (st *step) requestTokens() int {
-	return tokens(st.s.Context) + max(st.e.agentFrame(st.in.Tools, true), st.e.janusFrame(st.s.Stack))
+	frame := st.e.agentFrame(st.in.Tools, true)
+	if !st.janusDone {
+		frame = max(frame, st.e.janusFrame(st.s.Stack))
+	}
+	return tokens(st.s.Context) + frame
 }
 
 // pressureControl runs PRESSURECONTROL. ECAPACITY when the request cannot fit even after both

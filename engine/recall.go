@@ -197,6 +197,6 @@ func (st *step) page(m *hippocam.Message, offset, room int) (string, string) {
 		lo = size
 	}
 	next := offset + lo
-	listing := fmt.Sprintf("%s · %s (this page shown before)\n%s", head, hippocam.RefTag(fmt.Sprintf("%s@%d", m.ID, offset)), tail(next))
+	listing := fmt.Sprintf("%sbytes %d-%d of %s shown before · %s %s: the rest", ChildMarker, offset, next, m.ID, hippocam.RefTag(fmt.Sprintf("%s@%d", m.ID, next)), LeftOutMarker)
 	return head + "\n" + rest[:lo] + "\n" + tail(next), listing
 }

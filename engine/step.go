@@ -28,6 +28,8 @@ type step struct {
 	listings map[string]string
 	// before is the intent stack as it was before JANUS's operations of this step.
 	before hippocam.IntentStack
+	// janusDone is set once JANUS has been asked in this step.
+	janusDone bool
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -55,6 +57,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	if err != nil {
 		return nil, err
 	}
+	st.janusDone = true
 	// Line 4: the main model's answer, with progressive recall.
 	if err := st.answer(ctx); err != nil {
 		return nil, err

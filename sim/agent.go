@@ -10,8 +10,9 @@ import (
 
 // The simulated main model. It reacts to the directives (!say, !pad, !call, !ask) of the user and
 // tool messages that arrived since its last answer. Its last answer is its last assistant message
-// that does not call recall: recall calls are steps of an exchange, so while it answers through
-// recall the directives it is answering stay the same. Without a directive it answers "ok".
+// that does not call recall, or a consolidated memory that replaced answered work: recall calls are
+// steps of an exchange, so while it answers through recall the directives it is answering stay the
+// same. Without a directive it answers "ok".
 //
 // Several directives combine into one answer, in the order they were written: each !say text and
 // each !ask answer is one line of the content; the filler of every !pad (their sizes summed) comes
@@ -32,7 +33,7 @@ var fillerWords = []string{"the", "data", "row", "value", "field", "entry", "ite
 func (m *Model) agent(r *request) (answer, error) {
 	last := -1
 	for i := len(r.msgs) - 1; i >= 0; i-- {
-		if r.msgs[i].Role == hippocam.RoleAssistant && !r.recallCall[i] {
+		if r.answered(i) {
 			last = i
 			break
 		}

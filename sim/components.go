@@ -42,7 +42,7 @@ func callAnswer(tool string, args any) (answer, error) {
 }
 
 // janus emits exactly the #close and #open lines of the messages that arrived after the last
-// assistant message of the material, valid or not; with none it skips. Asked again with the same
+// assistant message (or consolidated memory, which stands for answered work) of the material, valid or not; with none it skips. Asked again with the same
 // material (a correction changes only the instruction) it gives the same answer.
 func janus(r *request) (answer, error) {
 	lo, hi, _, err := r.frame(hippocam.CallJanus)
@@ -51,7 +51,7 @@ func janus(r *request) (answer, error) {
 	}
 	from := lo
 	for i := hi - 1; i >= lo; i-- {
-		if r.msgs[i].Role == hippocam.RoleAssistant {
+		if r.msgs[i].Role == hippocam.RoleAssistant || r.memory[i] {
 			from = i + 1
 			break
 		}

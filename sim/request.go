@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"strings"
+
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 )
@@ -15,8 +17,12 @@ type request struct {
 	recallCall []bool
 	// recallResult marks tool messages answering a recall call made in the same request.
 	recallResult []bool
-	parsed       [][]line
-	done         []bool
+	// memory marks consolidated messages: user messages whose text begins with a [ref:…] tag
+	// (engine/contract.go). A memory stands for past work that was answered, so, like an answer,
+	// it ends the stretch of messages whose directives still wait for one.
+	memory []bool
+	parsed [][]line
+	done   []bool
 }
 
 func newRequest(msgs []hippocam.Message, tools []hippocam.Tool) *request {
@@ -25,6 +31,7 @@ func newRequest(msgs []hippocam.Message, tools []hippocam.Tool) *request {
 		tools:        tools,
 		recallCall:   make([]bool, len(msgs)),
 		recallResult: make([]bool, len(msgs)),
+		memory:       make([]bool, len(msgs)),
 		parsed:       make([][]line, len(msgs)),
 		done:         make([]bool, len(msgs)),
 	}
@@ -41,6 +48,8 @@ func newRequest(msgs []hippocam.Message, tools []hippocam.Tool) *request {
 			}
 		case hippocam.RoleTool:
 			r.recallResult[i] = m.ToolCallID != "" && recallIDs[m.ToolCallID]
+		case hippocam.RoleUser:
+			r.memory[i] = strings.HasPrefix(m.Content, "[ref:")
 		}
 	}
 	return r
@@ -84,4 +93,11 @@ func (r *request) frame(role hippocam.CallRole) (lo, hi int, instruction string,
 		lo++
 	}
 	return lo, n - 1, r.msgs[n-1].Content, nil
+}
+
+// answered reports whether message i closes the stretch of answered messages: an answer (an
+// assistant message that is not a recall call) or a consolidated memory, which replaced answered
+// work. Directives before it have been acted on.
+func (r *request) answered(i int) bool {
+	return (r.msgs[i].Role == hippocam.RoleAssistant && !r.recallCall[i]) || r.memory[i]
 }

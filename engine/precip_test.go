@@ -1,0 +1,111 @@
+package engine_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+)
+
+// Closing an inner intent that began at the same guidance as its parent keeps the parent's first
+// message in the context: the span starts just after it.
+func TestPrecipSharedStart(t *testing.T) {
+	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c.mustUser("#open Outer | outer done\n#open Inner | inner done\n!say starting")
+	c.mustUser("inner_fact := 1\n!say noted")
+	res := c.mustUser("#close Inner\n!say inner closed")
+	if res.IntentConsolidations != 1 {
+		t.Fatalf("%d intent consolidations, want 1", res.IntentConsolidations)
+	}
+	s := c.session()
+	if len(s.Stack) != 1 || s.Stack[0].Label != "Outer" {
+		t.Fatalf("stack = %v", s.Stack.Labels())
+	}
+	if s.Index(s.Stack[0].Start) < 0 {
+		t.Fatal("the open intent's first message left the context")
+	}
+	c.checkLossless()
+}
+
+// Closures that add only guidance around the inner span are coalesced into one memory; closures
+// whose spans hold other work are consolidated one after the other, innermost first.
+func TestPrecipCoalesce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		between     bool // work between the outer and the inner intent's opening
+		wantMemory  int
+		wantClosing string
+	}{
+		{"OnlyGuidance", false, 1, `"Inner" and "Outer"`},
+		{"WorkBetween", true, 2, `"Outer"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &faulty{inner: mustSim(t), role: "none"}
+			c := newConversation(t, mustEngine(t, engine.ForWindow(8000), f))
+			if tc.between {
+				c.mustUser("#open Outer | outer done\n!say go")
+				c.mustUser("outer_fact := 2\n!say noted")
+				c.mustUser("#open Inner | inner done\n!say deeper")
+			} else {
+				c.mustUser("#open Outer | outer done\n#open Inner | inner done\n!say go")
+			}
+			c.mustUser("inner_fact := 1\n!say noted")
+			res := c.mustUser("#close Inner\n#close Outer\n!say all done")
+			if res.IntentConsolidations != tc.wantMemory {
+				t.Fatalf("%d intent consolidations, want %d", res.IntentConsolidations, tc.wantMemory)
+			}
+			s := c.session()
+			var mem []hippocam.Message
+			for _, m := range s.Context {
+				if m.Kind == hippocam.KindIntentMemory {
+					mem = append(mem, m)
+				}
+			}
+			if len(mem) != 1 || !strings.Contains(firstLine(mem[0].Content), tc.wantClosing) {
+				t.Fatalf("context memories: %d, first line %q", len(mem), firstLine(mem[0].Content))
+			}
+			for _, fact := range []string{"inner_fact := 1"} {
+				if !strings.Contains(mem[0].Content, fact) && !tc.between {
+					t.Fatalf("memory lacks %q", fact)
+				}
+			}
+			c.checkLossless()
+		})
+	}
+}
+
+// A detail inside one message larger than the room a recall may take comes back through pages.
+func TestRecallPages(t *testing.T) {
+	cfg := engine.ForWindow(8000)
+	cfg.Quantile = 0 // reserve the smallest round, so that the big round does not eat the room
+	c := newConversation(t, mustEngine(t, cfg, mustSim(t)))
+	c.mustUser("#open Read the big log | the log is read\n!call read_file {\"path\":\"big.log\"}")
+	c.mustResults(filler("big", 270) + "detail last_error := disk full at 03:12\n")
+	c.mustUser("#close Read the big log\n!say read")
+	for k := 0; k < 6; k++ { // raw work outside any intent fills the context
+		c.mustUser(fmt.Sprintf("!call look {\"n\":%d}", k))
+		c.mustResults(filler("look", 15))
+	}
+	res := c.mustUser("!ask last_error")
+	if res.Answer.Content != "last_error := disk full at 03:12" {
+		for _, m := range c.session().Context {
+			t.Logf("context %s %s %s", m.ID, m.Role, clip(m.Content))
+		}
+		for _, m := range res.Answer.Trace {
+			t.Logf("trace %s %s %v", m.Role, m.Content, m.ToolCalls)
+		}
+		t.Fatalf("answer %q", res.Answer.Content)
+	}
+	paged := false
+	for _, m := range res.Answer.Trace {
+		if m.Role == hippocam.RoleTool && strings.Contains(m.Content, "continued from byte") {
+			paged = true
+		}
+	}
+	if !paged || res.MaxRequestTokens > 8000 {
+		t.Fatalf("paged=%v, max request %d (trace of %d messages)", paged, res.MaxRequestTokens, len(res.Answer.Trace))
+	}
+	c.checkLossless()
+}
