@@ -97,5 +97,40 @@ def refactor():
     A += [f"g4_owner := {owners['g4_owner']}", f"refund_unit := {owners['refund_unit']}", f"g0_owner := {owners['g0_owner']}", "ledger_region := unknown"]
     write("refactor", L, A)
 
+def support():
+    """A support agent working through 24 tickets over a long shift. Customer plans change from
+    ticket to ticket (the latest value must win), each ticket leaves a serial as a detail that only
+    the archive keeps, and the questions at the end reach back through several folds."""
+    rng = random.Random(3)
+    L, A = [], []
+    plans = {}
+    serials = {}
+    customers = [f"cust{i}" for i in range(8)]
+    L.append(u("#open Work the support queue for the shift | the queue is empty or the shift ends\nStart with ticket 0."))
+    for k in range(24):
+        c = customers[k % len(customers)]
+        plan = rng.choice(["basic", "team", "business", "enterprise"]) + f"-{k}"
+        plans[c] = plan
+        serials[k] = f"SR-{rng.randint(10000, 99999)}"
+        L.append(u(f"#open Resolve ticket {k} | ticket {k} is answered and closed\n#open Look up {c} | the account of {c} is read\n!call crm_lookup {{\"customer\":\"{c}\"}}\n!call ticket_history {{\"ticket\":{k}}}"))
+        L.append(t(f"{c}_plan := {plan}\n" + rows(rng, c, 18)))
+        L.append(t(f"detail ticket_{k}_serial := {serials[k]}\n" + rows(rng, f"t{k}", 16)))
+        L.append(u(f"#close Look up {c}\n!say {c} is on {plan}"))
+        if k % 3 == 0:
+            L.append(u(f"!call send_reply {{\"ticket\":{k}}}"))
+            L.append(t(f"reply_{k} := sent\n" + rows(rng, f"r{k}", 6)))
+        L.append(u(f"#close Resolve ticket {k}\n!say ticket {k} closed"))
+        L.append(u("!call queue_status {}"))
+        queue = 40 - k
+        L.append(t(f"queue_len := {queue}\n" + rows(rng, "queue", 14)))
+        if k == 12:
+            L.append(u("!ask cust1_plan")); A.append(f"cust1_plan := {plans['cust1']}")
+    L.append(u("#close Work the support queue for the shift\n!say shift done"))
+    for q in ["cust0_plan", "cust5_plan", "ticket_2_serial", "ticket_17_serial", "reply_9", "queue_len", "cust9_plan"]:
+        L.append(u(f"!ask {q}"))
+    A += [f"cust0_plan := {plans['cust0']}", f"cust5_plan := {plans['cust5']}", f"ticket_2_serial := {serials[2]}", f"ticket_17_serial := {serials[17]}", "reply_9 := sent", f"queue_len := {queue}", "cust9_plan := unknown"]
+    write("support", L, A)
+
 invoice()
 refactor()
+support()
