@@ -46,11 +46,20 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 func (st *step) answer(ctx context.Context) error {
 	full := map[string]string{} // recall results as first shown, before shrinking
 	var trace []hippocam.Message
+	recallOpen := true
 	for {
-		if err := st.pressureControl(ctx); err != nil {
+		err := st.pressureControl(ctx)
+		if hippocam.ErrorCode(err) == hippocam.ECAPACITY && len(trace) > 0 && recallOpen {
+			// The recall exchanges themselves leave no room: withdraw the latest results and
+			// let the model answer with what it has.
+			st.withdrawRecalls()
+			recallOpen = false
+			err = st.pressureControl(ctx)
+		}
+		if err != nil {
 			return err
 		}
-		withRecall := st.res.RecallCalls < st.e.cfg.RecallLimit
+		withRecall := recallOpen && st.res.RecallCalls < st.e.cfg.RecallLimit
 		req := st.agentRequest(withRecall)
 		n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools)
 		if n > st.e.cfg.Window {
@@ -63,30 +72,69 @@ func (st *step) answer(ctx context.Context) error {
 		}
 		msg := resp.Message
 		msg.Role, msg.Kind = hippocam.RoleAssistant, hippocam.KindRaw
+		msg.ID = st.s.NextID("m")
+		uniqueCallIDs(&msg)
 		if !withRecall || !callsRecall(&msg) {
 			st.finish(msg, resp.FinishReason, trace, full)
 			return nil
 		}
-		msg.ID = st.s.NextID("m")
 		msg.Tokens = hippocam.MessageTokens(st.e.tok, &msg)
 		st.transient(msg)
 		trace = append(trace, msg)
-		for _, c := range msg.ToolCalls {
-			result := hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
-			if c.Name == RecallTool {
-				st.res.RecallCalls++
-				st.shrinkRecalls() // a deeper layer is opening: earlier results give up their room
-				shown, listing := st.recall(ctx, c.Arguments, st.recallRoom())
-				result.Content = shown
-				full[result.ID] = shown
-				st.listings[result.ID] = listing
-			} else {
-				result.Content = "Not run: a recall was made in the same answer. Call " + c.Name + " again after reading the recall result."
-			}
-			result.Tokens = hippocam.MessageTokens(st.e.tok, &result)
-			st.transient(result)
-			trace = append(trace, result)
+		trace = append(trace, st.answerRecalls(ctx, &msg, full)...)
+	}
+}
+
+// answerRecalls answers the calls of one model answer that called recall, in order: recall calls
+// with one layer (or a page) each, other calls with a note that they were not run. Results of
+// earlier answers shrink to their listings once one of these recalls opens something.
+func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full map[string]string) []hippocam.Message {
+	results := make([]hippocam.Message, len(msg.ToolCalls))
+	targets := make([]recallTarget, len(msg.ToolCalls))
+	reserve, opened := 0, false
+	for i, c := range msg.ToolCalls {
+		results[i] = hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
+		if c.Name != RecallTool {
+			results[i].Content = "Not run: a recall was made in the same answer. Call " + c.Name + " again after reading the recall result."
+			results[i].Tokens = hippocam.MessageTokens(st.e.tok, &results[i])
+			reserve += results[i].Tokens
+			continue
 		}
+		st.res.RecallCalls++
+		targets[i] = st.resolve(ctx, c.Arguments)
+		opened = opened || targets[i].problem == ""
+	}
+	if opened {
+		st.shrinkRecalls() // a deeper layer is opening: earlier results give up their room
+	}
+	for i, c := range msg.ToolCalls {
+		r := &results[i]
+		if c.Name == RecallTool {
+			shown, listing := st.render(targets[i], st.recallRoom()-reserve)
+			r.Content = shown
+			r.Tokens = hippocam.MessageTokens(st.e.tok, r)
+			full[r.ID] = shown
+			if listing != "" {
+				st.listings[r.ID] = listing
+			}
+		} else {
+			reserve -= r.Tokens
+		}
+		st.transient(*r)
+	}
+	return results
+}
+
+// uniqueCallIDs gives every tool call of m a non-empty id unique within m: some servers return
+// empty or repeated ids, which would make its results impossible to match.
+func uniqueCallIDs(m *hippocam.Message) {
+	seen := map[string]bool{}
+	for i := range m.ToolCalls {
+		c := &m.ToolCalls[i]
+		if c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("call_%s_%d", m.ID, i)
+		}
+		seen[c.ID] = true
 	}
 }
 
@@ -97,6 +145,20 @@ func callsRecall(m *hippocam.Message) bool {
 		}
 	}
 	return false
+}
+
+// withdrawRecalls replaces the latest recall results with a short note and the earlier ones with
+// their listings, when the exchanges leave no room for another call.
+func (st *step) withdrawRecalls() {
+	st.shrinkRecalls()
+	for i := len(st.s.Context) - 1; i >= 0; i-- {
+		m := &st.s.Context[i]
+		if !st.recallIDs[m.ID] || m.Role != hippocam.RoleTool {
+			break
+		}
+		m.Content = "Withdrawn: no room is left in the context window for this recall result. Answer with what you have."
+		m.Tokens = hippocam.MessageTokens(st.e.tok, m)
+	}
 }
 
 // transient appends a recall-exchange message to the context for the rest of the step only.
@@ -145,7 +207,6 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 			reason = "stop"
 		}
 	}
-	msg.ID = st.s.NextID("m")
 	msg.Ref, msg.Knowledge = "", nil
 	msg.Trace = trace
 	msg.Tokens = hippocam.MessageTokens(st.e.tok, &msg)
@@ -158,11 +219,12 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 }
 
 // recallRoom is the room, in tokens, a recall result may take: what the window has left after
-// the current request and the reserve for the next round (ARCHITECTURE.md §3). If that pushes
-// the context over ρW, pressure control folds older regions before the next call; the current
-// step, recall exchanges included, is protected.
+// the current request and the reserve for the next round (ARCHITECTURE.md §3) or for the answer,
+// whichever is larger. If that pushes the context over ρW, pressure control folds older regions
+// before the next call; the current step, recall exchanges included, is protected.
 func (st *step) recallRoom() int {
 	const margin = 16
-	used := tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true) + roundQuantile(st.s.Rounds, st.e.cfg.Quantile)
+	reserve := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
+	used := tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true) + reserve
 	return st.e.cfg.Window - used - margin - 4
 }

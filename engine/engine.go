@@ -48,6 +48,10 @@ func (e *Engine) Config() Config { return e.cfg }
 // Input is what arrives for one step: new messages from the agent's side (a user message, or
 // the results of the agent's own tools), and the main-model request options to pass through.
 type Input struct {
+	// History holds earlier messages of the conversation Hippocam has not seen yet (a session
+	// that begins mid-conversation, or continues after a fork): any role, appended as they are,
+	// with no model call. Messages are the step's own, from the user's side.
+	History  []hippocam.Message
 	Messages []hippocam.Message
 	// Tools are the agent's own tools; recall is added beside them.
 	Tools []hippocam.Tool

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -227,4 +228,55 @@ func TestRecallUnknownRef(t *testing.T) {
 	if s := c.session(); len(s.Context) != 2 {
 		t.Fatalf("context holds %d messages, want the question and the answer", len(s.Context))
 	}
+}
+
+// scripted passes calls to the simulated model until armed, then answers the main model's calls
+// from its script, in order (the last one repeated).
+type scripted struct {
+	inner  hippocam.Model
+	armed  bool
+	script []hippocam.Message
+	n      int
+}
+
+func (s *scripted) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	if !s.armed || req.Role != hippocam.CallAgent {
+		return s.inner.Complete(ctx, req)
+	}
+	out := s.script[min(s.n, len(s.script)-1)]
+	s.n++
+	return &hippocam.Response{Message: out, FinishReason: "stop"}, nil
+}
+
+// A recall made beside several other tool calls in a small window never produces an over-long
+// request and never fails the step: the siblings' notes are reserved before the result is sized,
+// and the step ends with an answer.
+func TestRecallWithSiblingCalls(t *testing.T) {
+	m := &scripted{inner: mustSim(t)}
+	c := newConversation(t, mustEngine(t, engine.ForWindow(4000), m))
+	c.mustUser("#open Collect | all collected\n!say start")
+	for i := 0; i < 60; i++ {
+		c.mustUser(fmt.Sprintf("!say item %d of the collection, with a few more words to fill the line", i))
+	}
+	c.mustUser("#close Collect\n!say done")
+	ref := ""
+	for _, msg := range c.session().Context {
+		if msg.Consolidated() {
+			ref = msg.Ref
+		}
+	}
+	if ref == "" {
+		t.Fatal("nothing was consolidated")
+	}
+	calls := []hippocam.ToolCall{{ID: "a", Name: engine.RecallTool, Arguments: fmt.Sprintf(`{"ref":%q}`, ref)}}
+	for i, name := range []string{"some_agent_tool_with_a_long_name", "another_agent_tool_with_a_long_name", "third_tool", "fourth_tool", "fifth_tool"} {
+		calls = append(calls, hippocam.ToolCall{ID: fmt.Sprint("s", i), Name: name, Arguments: `{}`})
+	}
+	m.armed = true
+	m.script = []hippocam.Message{{Role: hippocam.RoleAssistant, ToolCalls: calls}, {Role: hippocam.RoleAssistant, Content: "done"}}
+	res := c.mustUser("what did I collect?")
+	if res.Answer.Content != "done" || res.MaxRequestTokens > 4000 {
+		t.Fatalf("answer %q, max request %d", res.Answer.Content, res.MaxRequestTokens)
+	}
+	c.checkLossless()
 }

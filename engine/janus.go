@@ -31,15 +31,6 @@ func janusInstruction(stack hippocam.IntentStack) string {
 	return b.String()
 }
 
-// janusFrame is what a JANUS request adds to the context: its prompt, its tool and instruction.
-func (e *Engine) janusFrame(stack hippocam.IntentStack) int {
-	sys := hippocam.Message{Role: hippocam.RoleSystem, Content: janusPrompt}
-	inst := hippocam.Message{Role: hippocam.RoleUser, Content: janusInstruction(stack)}
-	// Corrections lengthen the instruction; leave room for them.
-	const correctionRoom = 600
-	return hippocam.RequestTokens(e.tok, []hippocam.Message{sys, inst}, []hippocam.Tool{JanusToolSpec}) + correctionRoom
-}
-
 // janus asks JANUS for its operations, validates them as one set (rejected sets are explained
 // back to it, Corrections times at most) and applies them. It appends the guidance message and
 // returns the intents it closed (innermost first) and the guidance's id. If JANUS keeps failing

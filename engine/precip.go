@@ -49,6 +49,7 @@ func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent,
 		lo, hi := st.spanOf(outer, guidanceID)
 		lo, hi = wholeExchanges(st.s.Context, lo, hi)
 		if lo >= hi {
+			st.e.log.Warn("closed intent has no span to consolidate", "intent", outer.Label)
 			continue
 		}
 		memory, err := st.precip(ctx, st.s.Context[lo:hi], chain, g.closing)
@@ -69,6 +70,7 @@ func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent,
 		st.res.IntentConsolidations++
 		last = m.ID
 	}
+	st.closing = nil
 	if last != "" {
 		return st.ordinaryCheck(ctx, last)
 	}

@@ -109,3 +109,51 @@ func TestRecallPages(t *testing.T) {
 	}
 	c.checkLossless()
 }
+
+// A pressure sweep during the answer (here: after a large recall result) must not fold the span
+// of an intent closed in the same step: PRECIP still consolidates it after the answer.
+func TestPrecipClosedSpanSurvivesSweep(t *testing.T) {
+	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c.mustUser("#open Whole task | all done")
+	c.mustUser("#open Read config | config read")
+	c.mustUser("detail k1 := secret-value\n" + filler("cfg", 70))
+	c.mustUser("#close Read config\n!say ok")
+	c.mustUser("#open Long work | work done")
+	for i := 0; i < 8; i++ {
+		c.mustUser(fmt.Sprintf("step %d\n", i) + filler(fmt.Sprintf("w%d", i), 25))
+	}
+	res := c.mustUser("#close Long work\n!ask k1")
+	if res.Answer.Content != "k1 := secret-value" {
+		t.Fatalf("answer %q", res.Answer.Content)
+	}
+	if res.IntentConsolidations != 1 {
+		t.Fatalf("%d intent consolidations in the closing step, want 1 (prefix: %d)", res.IntentConsolidations, res.PrefixConsolidations)
+	}
+	for _, m := range c.session().Context {
+		if strings.HasPrefix(m.Content, "step ") {
+			t.Fatalf("a message of the closed intent stayed raw: %s", clip(m.Content))
+		}
+	}
+	c.checkLossless()
+}
+
+// A layer whose list of handles alone is larger than the room is listed in parts, each part
+// ending with a handle to the rest of the list; every child stays reachable.
+func TestRecallLongList(t *testing.T) {
+	cfg := engine.ForWindow(4000)
+	c := newConversation(t, mustEngine(t, cfg, mustSim(t)))
+	c.mustUser("#open Collect | all collected\n!say start")
+	for i := 0; i < 150; i++ {
+		c.mustUser(fmt.Sprintf("!say item %d", i))
+	}
+	c.mustUser("detail needle := found-it\n!say noted")
+	c.mustUser("#close Collect\n!say done")
+	res := c.mustUser("!ask needle")
+	if res.Answer.Content != "needle := found-it" {
+		for _, m := range res.Answer.Trace {
+			t.Logf("trace %s %s", m.Role, clip(m.Content))
+		}
+		t.Fatalf("answer %q", res.Answer.Content)
+	}
+	c.checkLossless()
+}

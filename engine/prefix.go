@@ -27,15 +27,11 @@ func (st *step) predicted() int {
 	return st.requestTokens() + roundQuantile(st.s.Rounds, st.e.cfg.Quantile)
 }
 
-// requestTokens is the size of the next main-model request, or, until JANUS has been called in
-// this step, of the JANUS request when that one is larger, so that no request over the context
-// exceeds the window.
+// requestTokens is the size of the next main-model request. JANUS frames the same context with a
+// longer prompt; when its request would not fit, JANUS is skipped for the step (repair.go) rather
+// than the step refused.
 func (st *step) requestTokens() int {
-	frame := st.e.agentFrame(st.in.Tools, true)
-	if !st.janusDone {
-		frame = max(frame, st.e.janusFrame(st.s.Stack))
-	}
-	return tokens(st.s.Context) + frame
+	return tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true)
 }
 
 // pressureControl runs PRESSURECONTROL. ECAPACITY when the request cannot fit even after both
@@ -123,8 +119,18 @@ func (st *step) ordinaryCheck(ctx context.Context, id string) error {
 // R untouched.
 func (st *step) fold(ctx context.Context, lo, hi int) error {
 	lo, hi = wholeExchanges(st.s.Context, lo, hi)
+	// PALIM's request must fit the window with room for its answer: fold the oldest part that
+	// does, and leave the rest to a later fold.
+	limit := st.e.cfg.Window - st.e.componentFrame(palimPrompt, PalimToolSpec) - componentAnswerRoom(st.e.cfg.Window)
+	for hi > lo && tokens(st.s.Context[lo:hi]) > limit {
+		lo, hi = wholeExchanges(st.s.Context, lo, hi-1)
+	}
 	if lo >= hi {
 		return nil
+	}
+	key := st.s.Context[lo].ID + "-" + st.s.Context[hi-1].ID
+	if st.failedFolds[key] {
+		return nil // this very span already failed in this step
 	}
 	span := st.s.Context[lo:hi]
 	size := tokens(span)
@@ -137,10 +143,12 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 		if !errors.As(err, &gaveUp) {
 			st.e.log.Warn("prefix consolidation failed; prefix kept", "error", err)
 		}
+		st.failedFolds[key] = true
 		return nil
 	}
 	if size-memory.Tokens < st.e.cfg.MinSaving {
 		st.e.log.Info("prefix consolidation saved too little; prefix kept", "tokens", size, "memory", memory.Tokens)
+		st.failedFolds[key] = true
 		return nil
 	}
 	if _, err := st.replace(lo, hi, memory); err != nil {

@@ -16,38 +16,76 @@ import (
 // larger than the room comes back in pages (handle ID@OFFSET for the rest). Unknown refs, or refs
 // of another session, are a tool error for the model; nothing changes.
 
-// recall answers one recall call and returns the result as shown, and its listing (header and
-// handles only) for when a deeper layer is opened.
-func (st *step) recall(ctx context.Context, args string, room int) (string, string) {
+// recallTarget is what a recall call asks for: a layer (the children of ref from child index
+// from on) or one message from a byte offset; or a problem to report to the model instead.
+type recallTarget struct {
+	ref     string
+	kids    []hippocam.Message
+	from    int
+	msg     *hippocam.Message
+	offset  int
+	problem string
+}
+
+// resolve reads a recall call's arguments and finds what they name. Handles: "r7" (a memory's
+// layer), "r7#40" (the rest of a layer's list, from its 41st child), "m12" (one message) and
+// "m12@4096" (a message from byte 4096 on). Anything else is a problem for the model to read;
+// nothing changes.
+func (st *step) resolve(ctx context.Context, args string) recallTarget {
 	var a RecallArgs
 	if err := decodeArgs(args, &a); err != nil {
-		return "Recall error: " + err.Error() + `. Call recall with {"ref": "ID"}.`, ""
+		return recallTarget{problem: "Recall error: " + err.Error() + `. Call recall with {"ref": "ID"}.`}
 	}
 	ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(a.Ref), "[ref:"), "]")
 	if ref == "" {
-		return `Recall error: the ref is empty. Call recall with {"ref": "ID"} using an ID from a [ref:ID] tag.`, ""
+		return recallTarget{problem: `Recall error: the ref is empty. Call recall with {"ref": "ID"} using an ID from a [ref:ID] tag.`}
 	}
-	id, offset := ref, 0
-	if i := strings.LastIndexByte(ref, '@'); i > 0 {
-		if n, err := strconv.Atoi(ref[i+1:]); err == nil && n >= 0 {
-			id, offset = ref[:i], n
+	unknown := recallTarget{problem: fmt.Sprintf("Recall error: nothing in this conversation's memory has the ref %q. Use a ref from a [ref:ID] tag in view.", ref)}
+	id, sep, num := ref, byte(0), 0
+	if i := strings.LastIndexAny(ref, "#@"); i > 0 {
+		n, err := strconv.Atoi(ref[i+1:])
+		if err != nil || n < 0 {
+			return unknown
 		}
+		id, sep, num = ref[:i], ref[i], n
 	}
-	if offset == 0 {
+	if sep != '@' {
 		kids, err := st.children(ctx, id)
 		if err == nil {
-			return st.layer(id, kids, room)
+			if num > len(kids) {
+				return unknown
+			}
+			return recallTarget{ref: id, kids: kids, from: num}
 		}
 		if hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
-			return "Recall error: the archive cannot be read right now; answer with what you have.", ""
+			return recallTarget{problem: "Recall error: the archive cannot be read right now; answer with what you have."}
+		}
+		if sep == '#' {
+			return unknown
 		}
 	}
 	m, err := st.message(ctx, id)
-	if err != nil || offset > len(m.Content) {
-		return fmt.Sprintf("Recall error: nothing in this conversation's memory has the ref %q. Use a ref from a [ref:ID] tag in view.", ref), ""
+	if err != nil || num > len(body(m)) {
+		return unknown
 	}
-	return st.page(m, offset, room)
+	return recallTarget{msg: m, offset: num}
 }
+
+// render writes the result for a resolved target within room tokens, and its listing for when
+// a deeper layer is opened later ("" for problems).
+func (st *step) render(t recallTarget, room int) (string, string) {
+	switch {
+	case t.problem != "":
+		return t.problem, ""
+	case t.msg != nil:
+		return st.page(t.msg, t.offset, room)
+	default:
+		return st.layer(t.ref, t.kids, t.from, room)
+	}
+}
+
+// maxListing is the most children a shortened layer result still lists one by one.
+const maxListing = 8
 
 // block is one child of a recall result: its header line and, when shown, its text.
 type block struct {
@@ -73,28 +111,48 @@ func body(m *hippocam.Message) string {
 	return text
 }
 
-// layer renders the children of ref within room tokens: every child as a header line with its
-// handle when left out, and, in order, the full text of every child that still fits.
-func (st *step) layer(ref string, kids []hippocam.Message, room int) (string, string) {
+// layer renders the children of ref from index from on, within room tokens: every child as a
+// header line with its handle when left out, and, in order, the full text of every child that
+// still fits. If even the header lines do not fit, as many as fit are listed and one handle
+// (ref#next) leads to the rest of the list.
+func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (string, string) {
 	tok := st.e.tok
 	head := fmt.Sprintf("Recall of %s: the %d messages beneath it, oldest first.", ref, len(kids))
-	blocks := make([]block, len(kids))
+	if from > 0 {
+		head = fmt.Sprintf("Recall of %s, continued: messages %d to %d of the %d beneath it.", ref, from+1, len(kids), len(kids))
+	}
 	used := tok.Count(head) + 1
-	for i := range kids {
+	var blocks []block
+	for i := from; i < len(kids); i++ {
 		k := &kids[i]
-		b := &blocks[i]
-		b.head = describe(i, len(kids), k)
-		b.body = body(k)
+		b := block{head: describe(i, len(kids), k), body: body(k)}
 		b.handle = fmt.Sprintf("%s · %s %s (%d tokens); recall the handle to read it", b.head, hippocam.RefTag(k.ID), LeftOutMarker, k.Tokens)
 		b.tokens = tok.Count(b.head) + tok.Count(b.body) + 2
 		b.leftTokens = tok.Count(b.handle) + 1
+		if rest := len(kids) - i - 1; rest > 0 {
+			more := fmt.Sprintf("%s%s %s: the list of messages %d to %d (recall it to list them)", ChildMarker, hippocam.RefTag(fmt.Sprintf("%s#%d", ref, i+1)), LeftOutMarker, i+2, len(kids))
+			if used+b.leftTokens+tok.Count(more)+1 > room {
+				if len(blocks) == 0 {
+					return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), ""
+				}
+				blocks = append(blocks, block{handle: more, leftTokens: tok.Count(more) + 1})
+				used += tok.Count(more) + 1
+				break
+			}
+		} else if used+b.leftTokens > room {
+			if len(blocks) == 0 {
+				return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), ""
+			}
+			break
+		}
 		used += b.leftTokens
+		blocks = append(blocks, b)
 	}
-	if used > room {
-		return fmt.Sprintf("Recall error: the window has room for %d more tokens, and even the list of the %d messages beneath %s needs %d. Answer with what you have.", max(room, 0), len(kids), ref, used), ""
-	}
-	shown := make([]bool, len(kids))
+	shown := make([]bool, len(blocks))
 	for i := range blocks {
+		if blocks[i].head == "" {
+			continue // the continuation handle
+		}
 		if extra := blocks[i].tokens - blocks[i].leftTokens; used+extra <= room {
 			shown[i] = true
 			used += extra
@@ -103,7 +161,7 @@ func (st *step) layer(ref string, kids []hippocam.Message, room int) (string, st
 	for {
 		text := renderLayer(head, blocks, shown)
 		if tok.Count(text) <= room || !anyShown(shown) {
-			return text, layerListing(head, kids, blocks, shown)
+			return text, layerListing(ref, from, head, kids[from:], blocks, shown)
 		}
 		for i := len(shown) - 1; i >= 0; i-- { // counting by parts was optimistic: drop the last one shown
 			if shown[i] {
@@ -116,7 +174,22 @@ func (st *step) layer(ref string, kids []hippocam.Message, room int) (string, st
 
 // layerListing is the short form of a layer result once a deeper layer is opened: every child's
 // header with its handle; children that were left out keep their left-out line.
-func layerListing(head string, kids []hippocam.Message, blocks []block, shown []bool) string {
+func layerListing(ref string, from int, head string, kids []hippocam.Message, blocks []block, shown []bool) string {
+	if len(blocks) > maxListing {
+		// A long list would keep most of its room: it shrinks to one handle that lists it again,
+		// and the handle to the rest of the list if there is one.
+		last := blocks[len(blocks)-1]
+		listed := len(blocks)
+		if last.head == "" {
+			listed--
+		}
+		s := fmt.Sprintf("%s (Shortened since.)\n%s%s %s: messages %d to %d, listed before (recall it to list them again)",
+			head, ChildMarker, hippocam.RefTag(fmt.Sprintf("%s#%d", ref, from)), LeftOutMarker, from+1, from+listed)
+		if last.head == "" {
+			s += "\n" + last.handle
+		}
+		return s
+	}
 	var b strings.Builder
 	b.WriteString(head + " (Shortened since: recall a handle to reread a message.)")
 	for i := range blocks {

@@ -37,6 +37,10 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, system
 			Tools:      []hippocam.Tool{tool},
 			ToolChoice: tool.Name,
 		}
+		w := st.e.cfg.Window
+		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+componentAnswerRoom(w) > w {
+			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
+		}
 		resp, err := st.call(ctx, req)
 		if err != nil {
 			return err
@@ -58,11 +62,23 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, system
 			return nil
 		}
 		st.e.log.Warn("component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
-		text = instruction + "\n\nYour previous answer was rejected: " + problem +
-			"\nIt was: " + clip(answer, 2000) +
+		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
+			"\nIt was: " + clip(answer, 1000) +
 			"\nCall " + tool.Name + " again with a corrected answer."
 	}
 	return &errGaveUp{role: role, last: problem}
+}
+
+// componentAnswerRoom is the room a JANUS, PRECIP or PALIM request keeps for the answer: an
+// eighth of the window, at most 4,096 tokens.
+func componentAnswerRoom(window int) int { return min(window/8, 4096) }
+
+// componentFrame is what a component request adds to its material: the prompt, the tool and an
+// instruction of typical length.
+func (e *Engine) componentFrame(prompt string, tool hippocam.Tool) int {
+	const instructionRoom = 200
+	sys := []hippocam.Message{{Role: hippocam.RoleSystem, Content: prompt}}
+	return hippocam.RequestTokens(e.tok, sys, []hippocam.Tool{tool}) + instructionRoom
 }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -28,8 +28,12 @@ type step struct {
 	listings map[string]string
 	// before is the intent stack as it was before JANUS's operations of this step.
 	before hippocam.IntentStack
-	// janusDone is set once JANUS has been asked in this step.
-	janusDone bool
+	// closing holds the intents JANUS closed in this step until PRECIP has consolidated them:
+	// their spans are protected from prefix folds meanwhile.
+	closing []hippocam.Intent
+	// failedFolds remembers spans (first and last id) whose fold failed in this step, so that
+	// later sweeps of the same step do not ask PALIM again for the same thing.
+	failedFolds map[string]bool
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -42,7 +46,7 @@ type step struct {
 // the span as it was and the step continues.
 func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (*Result, error) {
 	began := time.Now()
-	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}}
+	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
 	st.res.Usage = hippocam.Usage{}
 	st.res.Change.From = s.Version
 	if err := st.appendInputs(); err != nil {
@@ -57,7 +61,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	if err != nil {
 		return nil, err
 	}
-	st.janusDone = true
+	st.closing = closed
 	// Line 4: the main model's answer, with progressive recall.
 	if err := st.answer(ctx); err != nil {
 		return nil, err
@@ -75,54 +79,84 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	return &st.res, nil
 }
 
-// appendInputs checks and appends the step's new messages. Tool results must answer the pending
-// calls of the last answer; a user or system message cannot arrive while calls are unanswered.
+// appendInputs checks and appends the step's history and new messages. Tool results must answer
+// the pending calls of the answer before them; a user or system message cannot arrive while calls
+// are unanswered; the step's own messages must leave no call unanswered. Rounds completed on the
+// way are recorded.
 func (st *step) appendInputs() error {
 	if len(st.in.Messages) == 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "a step needs at least one new message")
 	}
-	pending, callerID := st.pendingCalls()
-	answered := map[string]bool{}
-	roundTokens := 0
-	for i, m := range st.in.Messages {
+	pending, caller := st.pendingCalls()
+	all := append(append([]hippocam.Message(nil), st.in.History...), st.in.Messages...)
+	first := len(st.in.History) // index in all of the step's first own message
+	for i, m := range all {
+		what := fmt.Sprintf("message %d", i-first)
+		if i < first {
+			what = fmt.Sprintf("history message %d", i)
+		}
 		switch m.Role {
 		case hippocam.RoleTool:
-			if !pending[m.ToolCallID] || answered[m.ToolCallID] {
-				return hippocam.Errorf(hippocam.EINVALID, "message %d: tool result for %q answers no pending tool call", i, m.ToolCallID)
+			if !pending[m.ToolCallID] {
+				return hippocam.Errorf(hippocam.EINVALID, "%s: tool result for %q answers no pending tool call", what, m.ToolCallID)
 			}
-			answered[m.ToolCallID] = true
-		case hippocam.RoleUser, hippocam.RoleSystem:
-			if len(answered) < len(pending) {
-				return hippocam.Errorf(hippocam.EINVALID, "message %d: %d tool call(s) of the last answer have no result yet", i, len(pending)-len(answered))
+			delete(pending, m.ToolCallID)
+		case hippocam.RoleUser, hippocam.RoleSystem, hippocam.RoleAssistant:
+			if len(pending) > 0 {
+				return hippocam.Errorf(hippocam.EINVALID, "%s: %d tool call(s) of the last answer have no result yet", what, len(pending))
+			}
+			if m.Role == hippocam.RoleAssistant && i >= first {
+				return hippocam.Errorf(hippocam.EINVALID, "%s: an assistant message can enter only as history", what)
 			}
 		default:
-			return hippocam.Errorf(hippocam.EINVALID, "message %d: role %q cannot enter a step (only user, system and tool)", i, m.Role)
+			return hippocam.Errorf(hippocam.EINVALID, "%s: unknown role %q", what, m.Role)
 		}
-	}
-	if len(pending) > 0 && len(answered) < len(pending) {
-		return hippocam.Errorf(hippocam.EINVALID, "%d tool call(s) of the last answer have no result", len(pending)-len(answered))
-	}
-	if len(pending) > 0 {
-		st.start = callerID
-	}
-	for _, m := range st.in.Messages {
+		if i == first {
+			st.start = "" // set below: this message, or the answer whose calls it answers
+			if m.Role == hippocam.RoleTool {
+				st.start = caller
+			}
+		}
 		m.ID = st.s.NextID("m")
 		m.Kind = hippocam.KindRaw
 		m.Ref, m.Trace, m.Knowledge = "", nil, nil
 		m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
-		if m.Role == hippocam.RoleTool {
-			roundTokens += m.Tokens
-		}
-		if st.start == "" {
+		if st.start == "" && i >= first {
 			st.start = m.ID
 		}
 		st.push(m)
+		switch {
+		case m.Role == hippocam.RoleAssistant && len(m.ToolCalls) > 0:
+			pending, caller = map[string]bool{}, m.ID
+			for _, id := range m.CallIDs() {
+				pending[id] = true
+			}
+		case m.Role == hippocam.RoleAssistant:
+			st.s.AddRound(m.Tokens)
+		case m.Role == hippocam.RoleTool && len(pending) == 0:
+			st.completeRound(caller)
+		}
 	}
 	if len(pending) > 0 {
-		// The round of the last answer is complete: its answer plus its tool results.
-		st.s.AddRound(st.s.Context[st.s.Index(callerID)].Tokens + roundTokens)
+		return hippocam.Errorf(hippocam.EINVALID, "%d tool call(s) of the last answer have no result", len(pending))
 	}
 	return nil
+}
+
+// completeRound records the size of the round that the answer with the given id began: the
+// answer and the tool results after it.
+func (st *step) completeRound(answerID string) {
+	i := st.s.Index(answerID)
+	if i < 0 {
+		return
+	}
+	n := st.s.Context[i].Tokens
+	for _, m := range st.s.Context[i+1:] {
+		if m.Role == hippocam.RoleTool {
+			n += m.Tokens
+		}
+	}
+	st.s.AddRound(n)
 }
 
 // pendingCalls returns the tool-call ids of the last assistant answer when it is the last

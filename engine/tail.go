@@ -26,18 +26,36 @@ func (c *Config) tailBudget(rounds []int) int {
 	return min(int(c.TailCap*float64(c.Window)), b)
 }
 
-// isRound reports whether m starts an interaction round: a main-model answer. Guidance and
-// memories are user messages, and recall exchanges never stay in the context, so every assistant
-// message in the context is one.
-func isRound(m *hippocam.Message) bool { return m.Role == hippocam.RoleAssistant }
-
-// protectedFrom is the index where the unfinished round begins: everything from there on belongs
-// to the current step and is never consolidated.
-func (st *step) protectedFrom() int {
-	if i := st.s.Index(st.start); i >= 0 {
-		return i
+// isRound reports whether context message i is a complete interaction round's answer: a
+// main-model answer (not a transient recall exchange) whose tool calls, if any, all have results.
+// Guidance and memories are user messages and never rounds.
+func (st *step) isRound(i int) bool {
+	c := st.s.Context
+	m := &c[i]
+	if m.Role != hippocam.RoleAssistant || st.recallIDs[m.ID] {
+		return false
 	}
-	return len(st.s.Context)
+	results := 0
+	for j := i + 1; j < len(c) && c[j].Role == hippocam.RoleTool && !st.recallIDs[c[j].ID]; j++ {
+		results++
+	}
+	return results >= len(m.ToolCalls)
+}
+
+// protectedFrom is the index where the protected part of the context begins: the unfinished
+// round this step serves and, until PRECIP has consolidated them, the spans of the intents JANUS
+// closed in this step.
+func (st *step) protectedFrom() int {
+	from := len(st.s.Context)
+	if i := st.s.Index(st.start); i >= 0 {
+		from = i
+	}
+	for _, in := range st.closing {
+		if i := st.s.Index(in.Start); i >= 0 {
+			from = min(from, i)
+		}
+	}
+	return from
 }
 
 // tailStart returns the index of the first message of the working tail. With protectTail, the
@@ -53,8 +71,11 @@ func (st *step) tailStart(protectTail bool) int {
 	rounds, size, i := 0, 0, len(c)
 	for i > 0 && (rounds < st.e.cfg.TailRounds || size < budget) {
 		i--
+		if st.recallIDs[c[i].ID] {
+			continue // recall exchanges are neither rounds nor tail tokens
+		}
 		size += c[i].Tokens
-		if isRound(&c[i]) {
+		if st.isRound(i) {
 			rounds++
 		}
 	}
