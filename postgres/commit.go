@@ -111,9 +111,7 @@ func (c *change) append(ctx context.Context, i int, m *hippocam.Message) error {
 		return hippocam.Errorf(hippocam.EINVALID, "op %d: append %s: a message with a ref enters the context only by a replace", i, m.ID)
 	}
 	if c.next < 0 {
-		err := c.tx.QueryRow(ctx, `SELECT COALESCE(MAX(pos), -1) + 1 FROM messages
-			WHERE tenant = $1 AND session_id = $2 AND parent = ''`, c.tenant, c.session).Scan(&c.next)
-		if err != nil {
+		if err := c.readNext(ctx); err != nil {
 			return err
 		}
 	}
@@ -124,6 +122,18 @@ func (c *change) append(ctx context.Context, i int, m *hippocam.Message) error {
 	}
 	c.next++
 	return nil
+}
+
+// readNext sets c.next to the position after the context's last message. (ORDER BY … LIMIT 1
+// rather than MAX, which the planner may answer by scanning the whole context.)
+func (c *change) readNext(ctx context.Context) error {
+	err := c.tx.QueryRow(ctx, `SELECT pos + 1 FROM messages WHERE tenant = $1 AND session_id = $2 AND parent = ''
+		ORDER BY pos DESC LIMIT 1`, c.tenant, c.session).Scan(&c.next)
+	if errors.Is(err, pgx.ErrNoRows) {
+		c.next = 0
+		return nil
+	}
+	return err
 }
 
 // insert stores m at pos beneath parent, unless the session has a message with m's id.
@@ -170,10 +180,12 @@ func (c *change) replace(ctx context.Context, i int, span []string, mem *hippoca
 	}
 	// Move the span beneath the fresh ref, numbered in span order; their own children follow
 	// them, since those point at the span messages' refs, which do not change.
-	if _, err := c.tx.Exec(ctx, `UPDATE messages AS m SET parent = $3, pos = s.n - 1
-		FROM unnest($4::text[]) WITH ORDINALITY AS s (id, n)
-		WHERE m.tenant = $1 AND m.session_id = $2 AND m.id = s.id`,
-		c.tenant, c.session, mem.Ref, span); err != nil {
+	var move pgx.Batch
+	for k, id := range span {
+		move.Queue(`UPDATE messages SET parent = $1, pos = $2 WHERE tenant = $3 AND session_id = $4 AND id = $5`,
+			mem.Ref, k, c.tenant, c.session, id)
+	}
+	if err := c.tx.SendBatch(ctx, &move).Close(); err != nil {
 		return err
 	}
 	_, err = c.insert(ctx, mem, "", first)
@@ -181,34 +193,34 @@ func (c *change) replace(ctx context.Context, i int, span []string, mem *hippoca
 }
 
 // checkSpan checks that span names, in order, a run of consecutive context messages, and
-// returns the context position of its first message.
+// returns the context position of its first message. (It and replace look messages up one id
+// at a time, in one round trip: a lookup by the whole primary key is the one plan the planner
+// cannot get wrong before the table has statistics.)
 func (c *change) checkSpan(ctx context.Context, i int, span []string) (int64, error) {
-	rows, err := c.tx.Query(ctx, `SELECT s.id, m.parent, m.pos FROM unnest($3::text[]) WITH ORDINALITY AS s (id, n)
-		LEFT JOIN messages AS m ON m.tenant = $1 AND m.session_id = $2 AND m.id = s.id
-		ORDER BY s.n`, c.tenant, c.session, span)
-	if err != nil {
-		return 0, err
+	var find pgx.Batch
+	for _, id := range span {
+		find.Queue(`SELECT parent, pos FROM messages WHERE tenant = $1 AND session_id = $2 AND id = $3`, c.tenant, c.session, id)
 	}
-	defer rows.Close()
+	res := c.tx.SendBatch(ctx, &find)
+	defer res.Close()
 	var first, last int64 = -1, -1
-	for rows.Next() {
-		var id string
-		var parent *string
-		var pos *int64
-		if err := rows.Scan(&id, &parent, &pos); err != nil {
-			return 0, err
-		}
+	for _, id := range span {
+		var parent string
+		var pos int64
+		err := res.QueryRow().Scan(&parent, &pos)
 		switch {
-		case parent == nil || *parent != "":
+		case errors.Is(err, pgx.ErrNoRows) || err == nil && parent != "":
 			return 0, hippocam.Errorf(hippocam.EINVALID, "op %d: replace: message %s is not in the context", i, id)
-		case last >= 0 && *pos <= last:
+		case err != nil:
+			return 0, err
+		case last >= 0 && pos <= last:
 			return 0, hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the span is not in context order (at %s)", i, id)
 		case first < 0:
-			first = *pos
+			first = pos
 		}
-		last = *pos
+		last = pos
 	}
-	if err := rows.Err(); err != nil {
+	if err := res.Close(); err != nil {
 		return 0, err
 	}
 	var n int

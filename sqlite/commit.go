@@ -113,9 +113,7 @@ func (c *change) append(ctx context.Context, i int, m *hippocam.Message) error {
 		return hippocam.Errorf(hippocam.EINVALID, "op %d: append %s: a message with a ref enters the context only by a replace", i, m.ID)
 	}
 	if c.next < 0 {
-		err := c.tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(pos), -1) + 1 FROM messages
-			WHERE tenant = ? AND session_id = ? AND parent = ''`, c.tenant, c.session).Scan(&c.next)
-		if err != nil {
+		if err := c.readNext(ctx); err != nil {
 			return err
 		}
 	}
@@ -126,6 +124,18 @@ func (c *change) append(ctx context.Context, i int, m *hippocam.Message) error {
 	}
 	c.next++
 	return nil
+}
+
+// readNext sets c.next to the position after the context's last message. (ORDER BY … LIMIT 1
+// rather than MAX, which the planner may answer by scanning the whole context.)
+func (c *change) readNext(ctx context.Context) error {
+	err := c.tx.QueryRowContext(ctx, `SELECT pos + 1 FROM messages WHERE tenant = ? AND session_id = ? AND parent = ''
+		ORDER BY pos DESC LIMIT 1`, c.tenant, c.session).Scan(&c.next)
+	if errors.Is(err, sql.ErrNoRows) {
+		c.next = 0
+		return nil
+	}
+	return err
 }
 
 // insert stores m at pos beneath parent, unless the session has a message with m's id.

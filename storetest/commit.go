@@ -193,6 +193,7 @@ func testInvalidOps(t *testing.T, open func(t *testing.T) hippocam.Store) {
 		{"ArchivedID", []hippocam.Op{{Span: []string{"m2"}, Memory: mem("m8", "r2")}}},
 		{"NonContiguous", []hippocam.Op{{Span: []string{"m4", "m6"}, Memory: mem("m8", "r2")}}},
 		{"OutOfOrder", []hippocam.Op{{Span: []string{"m5", "m4"}, Memory: mem("m8", "r2")}}},
+		{"Shuffled", []hippocam.Op{{Span: []string{"m1", "m4", "m7", "m5"}, Memory: mem("m8", "r2")}}}, // the right ends, the middle swapped
 		{"Repeated", []hippocam.Op{{Span: []string{"m4", "m4"}, Memory: mem("m8", "r2")}}},
 		{"EmptySpan", []hippocam.Op{{Memory: mem("m8", "r2")}}},
 		{"NoMemory", []hippocam.Op{{Span: []string{"m4"}}}},

@@ -122,11 +122,11 @@ func (m *model) invalid(rt *rapid.T) {
 		if refs := slices.Sorted(maps.Keys(m.archive)); len(refs) > 0 {
 			bad.Span = []string{m.archive[refs[0]][0].ID}
 		}
-	case 1: // out of order
-		if len(ids) < 2 {
+	case 1: // out of order: the right ends, the middle swapped
+		if len(ids) < 4 {
 			rt.Skip("too short")
 		}
-		bad.Span = []string{ids[1], ids[0]}
+		bad.Span = []string{ids[0], ids[2], ids[1], ids[3]}
 	case 2: // a gap
 		if len(ids) < 3 {
 			rt.Skip("too short")
@@ -168,6 +168,15 @@ func (m *model) check(rt *rapid.T) {
 	}
 	m.checkChildren(rt, m.fresh)
 	m.fresh = nil
+	list, err := m.st.Sessions(ctx, m.s.Tenant)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	for _, in := range list {
+		if in.ID == m.s.ID && in.Messages != len(m.context) {
+			rt.Fatalf("Sessions says %d messages, the context holds %d", in.Messages, len(m.context))
+		}
+	}
 	all, err := hippocam.Expand(ctx, hippocam.SessionArchive(m.st, m.s.Tenant, m.s.ID), got.Context)
 	if err != nil {
 		rt.Fatal(err)

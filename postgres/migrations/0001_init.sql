@@ -17,8 +17,6 @@ CREATE TABLE sessions (
 	PRIMARY KEY (tenant, id)
 );
 
-CREATE INDEX sessions_updated ON sessions (tenant, updated_at DESC, id);
-
 -- Messages: the context (parent = '') and the archive (parent = the ref a message is archived
 -- beneath), each layer ordered by pos. Content and extra are bytea so that they read back
 -- byte for byte (text cannot hold NUL); lists are json (not jsonb, which rejects \u0000), NULL
@@ -43,8 +41,11 @@ CREATE TABLE messages (
 	FOREIGN KEY (tenant, session_id) REFERENCES sessions (tenant, id) ON DELETE CASCADE
 );
 
--- One message per position of a layer; also serves Children and the context.
-CREATE UNIQUE INDEX messages_layer ON messages (tenant, session_id, parent, pos);
+-- One message per position of a layer; also serves Children and the context. It leads with
+-- parent, and sessions has no second index on tenant, so that no index but the primary key
+-- matches a lookup by (tenant, session_id, id) or (tenant, id): before statistics exist, the
+-- planner's default estimates would rate a scan of a whole session as good as a key lookup.
+CREATE UNIQUE INDEX messages_layer ON messages (parent, tenant, session_id, pos);
 
 -- A ref names one archive node of its session.
 CREATE UNIQUE INDEX messages_ref ON messages (tenant, session_id, ref) WHERE ref <> '';
