@@ -29,7 +29,9 @@ type Tool struct {
 
 // Request is one chat-completion call.
 type Request struct {
-	Role     CallRole
+	Role CallRole
+	// Model names the provider's model; empty means the client's configured default.
+	Model    string
 	Messages []Message
 	Tools    []Tool
 	// ToolChoice is "" (the provider's default), "auto", "none", "required", or a tool name

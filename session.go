@@ -1,6 +1,9 @@
 package hippocam
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 	"time"
 )
@@ -24,6 +27,8 @@ type Session struct {
 	Usage Usage `json:"usage"`
 	// Consolidations counts committed intent and prefix consolidations.
 	Consolidations Consolidations `json:"consolidations"`
+	// Transcript fingerprints the conversation as the agent sees it (see Transcript).
+	Transcript Transcript `json:"transcript"`
 	// Seq is the last number used for a message id or a ref in this session.
 	Seq int64 `json:"seq"`
 	// Version increases with every committed change; a commit names the version it started from.
@@ -120,3 +125,40 @@ func AppendOp(m Message) Op { return Op{Append: &m} }
 
 // ReplaceOp returns an Op that moves the span under memory.Ref and puts memory in its place.
 func ReplaceOp(span []string, memory Message) Op { return Op{Span: span, Memory: &memory} }
+
+// Transcript fingerprints the conversation as the agent sees it: the messages it sent and the
+// answers it received, in order (not guidance, memories or recall exchanges). A proxy uses it to
+// check that a history the agent resends extends what the session has seen, without reading the
+// archive: Hash chains TranscriptHash over the Count messages seen so far.
+type Transcript struct {
+	Count int    `json:"count"`
+	Hash  string `json:"hash"`
+	// PrevCount and PrevHash describe the transcript just before the last answer: a client that
+	// retries a request whose answer it never received resends exactly that history.
+	PrevCount int    `json:"prev_count"`
+	PrevHash  string `json:"prev_hash"`
+	// Answer is the id of the last answer, to send again to such a client.
+	Answer string `json:"answer,omitempty"`
+}
+
+// TranscriptHash extends the chained hash prev by one message, over what the agent can resend
+// unchanged: role, text, tool calls and the tool-call id.
+func TranscriptHash(prev string, m *Message) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(prev)
+	field(string(m.Role))
+	field(m.Content)
+	field(m.ToolCallID)
+	for _, c := range m.ToolCalls {
+		field(c.ID)
+		field(c.Name)
+		field(c.Arguments)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}

@@ -38,7 +38,7 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 	} else if choice == RecallTool {
 		choice = ""
 	}
-	return &hippocam.Request{Role: hippocam.CallAgent, Messages: msgs, Tools: tools, ToolChoice: choice, Extra: st.in.Extra}
+	return &hippocam.Request{Role: hippocam.CallAgent, Model: st.in.Model, Messages: msgs, Tools: tools, ToolChoice: choice, Extra: st.in.Extra}
 }
 
 // answer obtains the main model's final answer. Recall exchanges stay in the context only while

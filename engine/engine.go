@@ -55,7 +55,9 @@ type Input struct {
 	Messages []hippocam.Message
 	// Tools are the agent's own tools; recall is added beside them.
 	Tools []hippocam.Tool
-	// ToolChoice and Extra pass through to the main model (Extra: temperature, response_format…).
+	// Model, ToolChoice and Extra pass through to the main model (Extra: temperature,
+	// response_format…). An empty Model means the model client's default.
+	Model      string
 	ToolChoice string
 	Extra      json.RawMessage
 }

@@ -116,7 +116,11 @@ func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error)
 	if req == nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: no request")
 	}
-	wr, err := wire.FromRequest(c.cfg.Model, req)
+	model := c.cfg.Model
+	if req.Model != "" {
+		model = req.Model
+	}
+	wr, err := wire.FromRequest(model, req)
 	if err != nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: %v", err)
 	}

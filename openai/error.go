@@ -169,3 +169,7 @@ func shorten(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// UpstreamStatus returns the provider's HTTP status and the wait it asked for, so that a proxy
+// can answer its own client with the same status and Retry-After without importing this package.
+func (e *StatusError) UpstreamStatus() (int, time.Duration) { return e.Status, e.RetryAfter }

@@ -30,9 +30,9 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		// Bump the version first: the row lock is the commit's claim on the session. A racing
 		// commit from the same version waits here, then finds the version moved.
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET version = version + 1, seq = $1, stack = $2, stack_log = $3,
-			rounds = $4, usage = $5, consolidations = $6, depth = $7, messages = messages + $8, updated_at = $9
-			WHERE tenant = $10 AND id = $11 AND version = $12`,
-			s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, len(s.Stack),
+			rounds = $4, usage = $5, consolidations = $6, transcript = $7, depth = $8, messages = messages + $9,
+			updated_at = $10 WHERE tenant = $11 AND id = $12 AND version = $13`,
+			s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
 			contextGrowth(ch.Ops), now, s.Tenant, s.ID, ch.From)
 		if err != nil {
 			return err

@@ -31,9 +31,9 @@ func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
 		created = now
 	}
 	tag, err := db.pool.Exec(ctx, `INSERT INTO sessions
-		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, depth, messages, created_at, updated_at)
-		VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11) ON CONFLICT DO NOTHING`,
-		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, len(s.Stack),
+		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, depth, messages, created_at, updated_at)
+		VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12) ON CONFLICT DO NOTHING`,
+		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
 		created, now)
 	if err != nil {
 		return fmt.Errorf("postgres: create session: %w", err)
@@ -52,9 +52,9 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		s = &hippocam.Session{Tenant: tenant, ID: id}
 		var snap snapshot
-		err := tx.QueryRow(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, created_at, updated_at
+		err := tx.QueryRow(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, transcript, created_at, updated_at
 			FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).
-			Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &s.CreatedAt, &s.UpdatedAt)
+			Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &snap.transcript, &s.CreatedAt, &s.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)
 		} else if err != nil {
@@ -122,7 +122,7 @@ func notFound(id string) error {
 
 // snapshot holds a session's snapshot fields as the JSON of their columns.
 type snapshot struct {
-	stack, stackLog, rounds, usage, consolidations []byte
+	stack, stackLog, rounds, usage, consolidations, transcript []byte
 }
 
 func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
@@ -136,6 +136,7 @@ func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
 		{&snap.rounds, s.Rounds},
 		{&snap.usage, s.Usage},
 		{&snap.consolidations, s.Consolidations},
+		{&snap.transcript, s.Transcript},
 	} {
 		b, err := json.Marshal(f.v)
 		if err != nil {
@@ -156,6 +157,7 @@ func (snap snapshot) decode(s *hippocam.Session) error {
 		{snap.rounds, &s.Rounds},
 		{snap.usage, &s.Usage},
 		{snap.consolidations, &s.Consolidations},
+		{snap.transcript, &s.Transcript},
 	} {
 		if err := json.Unmarshal(f.src, f.v); err != nil {
 			return err

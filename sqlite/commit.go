@@ -30,9 +30,9 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		// Bump the version first: the row is the commit's claim on the session.
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
-			rounds = ?, usage = ?, consolidations = ?, depth = ?, messages = messages + ?, updated_at = ?
+			rounds = ?, usage = ?, consolidations = ?, transcript = ?, depth = ?, messages = messages + ?, updated_at = ?
 			WHERE tenant = ? AND id = ? AND version = ?`,
-			s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, len(s.Stack),
+			s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
 			contextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From)
 		if err != nil {
 			return err

@@ -31,9 +31,9 @@ func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
 		created = now
 	}
 	res, err := db.write.ExecContext(ctx, `INSERT INTO sessions
-		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, depth, messages, created_at, updated_at)
-		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`,
-		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, len(s.Stack),
+		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, depth, messages, created_at, updated_at)
+		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`,
+		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
 		created.UnixMicro(), now.UnixMicro())
 	if err != nil {
 		return fmt.Errorf("sqlite: create session: %w", err)
@@ -58,9 +58,9 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 	s := &hippocam.Session{Tenant: tenant, ID: id}
 	var snap snapshot
 	var created, updated int64
-	err = tx.QueryRowContext(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, created_at, updated_at
+	err = tx.QueryRowContext(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, transcript, created_at, updated_at
 		FROM sessions WHERE tenant = ? AND id = ?`, tenant, id).
-		Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &created, &updated)
+		Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &snap.transcript, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(id)
 	} else if err != nil {
@@ -125,7 +125,7 @@ func notFound(id string) error {
 
 // snapshot holds a session's snapshot fields as the JSON text of their columns.
 type snapshot struct {
-	stack, stackLog, rounds, usage, consolidations string
+	stack, stackLog, rounds, usage, consolidations, transcript string
 }
 
 func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
@@ -139,6 +139,7 @@ func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
 		{&snap.rounds, s.Rounds},
 		{&snap.usage, s.Usage},
 		{&snap.consolidations, s.Consolidations},
+		{&snap.transcript, s.Transcript},
 	} {
 		b, err := json.Marshal(f.v)
 		if err != nil {
@@ -159,6 +160,7 @@ func (snap snapshot) decode(s *hippocam.Session) error {
 		{snap.rounds, &s.Rounds},
 		{snap.usage, &s.Usage},
 		{snap.consolidations, &s.Consolidations},
+		{snap.transcript, &s.Transcript},
 	} {
 		if err := json.Unmarshal([]byte(f.src), f.v); err != nil {
 			return err

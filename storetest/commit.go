@@ -40,6 +40,7 @@ func testCommit(t *testing.T, open func(t *testing.T) hippocam.Store) {
 		s.Rounds = []int{120, 80}
 		s.Usage = hippocam.Usage{hippocam.CallAgent: {Calls: 2, Input: 900, CachedInput: 512, Output: 77, CostUSD: 0.000317}}
 		s.Consolidations = hippocam.Consolidations{Intent: 2, Prefix: 1}
+		s.Transcript = hippocam.Transcript{Count: 3, Hash: "c3", PrevCount: 1, PrevHash: "c1", Answer: "m3"}
 		s.Seq = 41
 		mustCommit(t, st, s) // no ops: a snapshot-only change still moves the version
 		got := mustSession(t, st, "acme", "s1")

@@ -58,11 +58,19 @@ func testRoundTrip(t *testing.T, open func(t *testing.T) hippocam.Store) {
 			hippocam.CallJanus: {Calls: 1, Input: 1},
 		},
 		Consolidations: hippocam.Consolidations{Intent: 4, Prefix: 2},
-		Seq:            1 << 40,
+		Transcript: hippocam.Transcript{Count: 2, Hash: "9f86d081884c7d659a2feaa0c55ad015",
+			PrevCount: 1, PrevHash: "ünïcode \"quoted\" <&>", Answer: "m0"},
+		Seq: 1 << 40,
 	}
 	if err := st.CreateSession(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
+	if d := diffSession(s, mustSession(t, st, s.Tenant, s.ID)); d != "" {
+		t.Fatal("after CreateSession: " + d)
+	}
+	// Commit must store the new transcript, not keep the one CreateSession stored.
+	s.Transcript = hippocam.Transcript{Count: 7, Hash: "a665a45920422f9d417e4867efdc4fb8",
+		PrevCount: 5, PrevHash: "9f86d081884c7d659a2feaa0c55ad015", Answer: "m6"}
 	msgs := roundTripMessages()
 	var ops []hippocam.Op
 	for _, m := range msgs {
@@ -104,6 +112,9 @@ func testRoundTrip(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	got = mustSession(t, st, s.Tenant, s.ID)
 	if d := diffMessages([]hippocam.Message{prefix}, got.Context); d != "" {
 		t.Error("memory: " + d)
+	}
+	if got.Transcript != s.Transcript {
+		t.Errorf("Transcript after a replace = %#v, want %#v", got.Transcript, s.Transcript)
 	}
 	if got.CreatedAt.Location() != time.UTC && got.CreatedAt.Location().String() != "UTC" {
 		t.Errorf("CreatedAt is in %v, want UTC", got.CreatedAt.Location())

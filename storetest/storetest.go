@@ -425,6 +425,7 @@ func diffSession(want, got *hippocam.Session) string {
 		{"Rounds", want.Rounds, got.Rounds},
 		{"Usage", want.Usage, got.Usage},
 		{"Consolidations", want.Consolidations, got.Consolidations},
+		{"Transcript", want.Transcript, got.Transcript},
 		{"Seq", want.Seq, got.Seq},
 		{"Version", want.Version, got.Version},
 	}

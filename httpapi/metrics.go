@@ -1,0 +1,78 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hippocam/hippocam/engine"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the server's Prometheus measurements, in a registry of its own (no global
+// state): requests and their latency by route, model tokens, calls and cost by call role,
+// consolidations, recall calls, forks and failures.
+type Metrics struct {
+	reg            *prometheus.Registry
+	handler        http.Handler
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	tokens         *prometheus.CounterVec
+	calls          *prometheus.CounterVec
+	cost           *prometheus.CounterVec
+	consolidations *prometheus.CounterVec
+	recalls        prometheus.Counter
+	forks          prometheus.Counter
+	failures       *prometheus.CounterVec
+}
+
+// NewMetrics returns a fresh set of metrics with Go runtime and process collectors.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_http_requests_total",
+			Help: "HTTP requests by route and status code."}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "hippocam_http_request_duration_seconds",
+			Help: "HTTP request latency by route, model calls included.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}, []string{"route"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_model_tokens_total",
+			Help: "Model tokens by call role and type (input, cached_input, output)."}, []string{"role", "type"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_model_calls_total",
+			Help: "Model calls by call role."}, []string{"role"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_model_cost_usd_total",
+			Help: "Model cost in USD by call role, with the configured price schedule."}, []string{"role"}),
+		consolidations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidations_total",
+			Help: "Committed consolidations by kind (intent, prefix)."}, []string{"kind"}),
+		recalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_recall_calls_total",
+			Help: "Recall calls answered inside the proxy."}),
+		forks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_session_forks_total",
+			Help: "Histories that diverged from their session and continued in a fork."}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_failures_total",
+			Help: "Failed chat requests by kind (invalid, capacity, upstream, conflict, internal)."}, []string{"kind"}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.failures,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	return m
+}
+
+func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func (m *Metrics) observeStep(res *engine.Result) {
+	for role, u := range res.Usage {
+		r := string(role)
+		m.calls.WithLabelValues(r).Add(float64(u.Calls))
+		m.tokens.WithLabelValues(r, "input").Add(float64(u.Input))
+		m.tokens.WithLabelValues(r, "cached_input").Add(float64(u.CachedInput))
+		m.tokens.WithLabelValues(r, "output").Add(float64(u.Output))
+		m.cost.WithLabelValues(r).Add(u.CostUSD)
+	}
+	m.consolidations.WithLabelValues("intent").Add(float64(res.IntentConsolidations))
+	m.consolidations.WithLabelValues("prefix").Add(float64(res.PrefixConsolidations))
+	m.recalls.Add(float64(res.RecallCalls))
+}

@@ -1,0 +1,161 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/hippocam/hippocam"
+)
+
+// The REST API's JSON shapes (the viewer reads them; scripts may too).
+
+// messageJSON is one message of a context, a layer or an expansion.
+type messageJSON struct {
+	ID         string                   `json:"id"`
+	Role       hippocam.Role            `json:"role"`
+	Kind       hippocam.Kind            `json:"kind"`
+	Ref        string                   `json:"ref,omitempty"`
+	Tokens     int                      `json:"tokens"`
+	Content    string                   `json:"content"`
+	ToolCalls  []hippocam.ToolCall      `json:"tool_calls,omitempty"`
+	ToolCallID string                   `json:"tool_call_id,omitempty"`
+	Knowledge  []hippocam.KnowledgeItem `json:"knowledge,omitempty"`
+	Trace      []messageJSON            `json:"trace,omitempty"`
+}
+
+func toJSON(ms []hippocam.Message) []messageJSON {
+	out := make([]messageJSON, len(ms))
+	for i, m := range ms {
+		out[i] = messageJSON{ID: m.ID, Role: m.Role, Kind: m.Kind, Ref: m.Ref, Tokens: m.Tokens, Content: m.Content,
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Knowledge: m.Knowledge}
+		if len(m.Trace) > 0 {
+			out[i].Trace = toJSON(m.Trace)
+		}
+	}
+	return out
+}
+
+// usageJSON is one role's usage with its cache share.
+type usageJSON struct {
+	hippocam.RoleUsage
+	CacheShare float64 `json:"cache_share"`
+}
+
+func usageOf(u hippocam.RoleUsage) usageJSON {
+	share := 0.0
+	if u.Input > 0 {
+		share = float64(u.CachedInput) / float64(u.Input)
+	}
+	return usageJSON{RoleUsage: u, CacheShare: share}
+}
+
+type sessionJSON struct {
+	ID             string                          `json:"id"`
+	CreatedAt      time.Time                       `json:"created_at"`
+	UpdatedAt      time.Time                       `json:"updated_at"`
+	Version        int64                           `json:"version"`
+	ContextWindow  int                             `json:"context_window"`
+	ContextTokens  int                             `json:"context_tokens"`
+	Context        []messageJSON                   `json:"context"`
+	Stack          hippocam.IntentStack            `json:"stack"`
+	StackLog       []hippocam.StackEvent           `json:"stack_log"`
+	Usage          map[hippocam.CallRole]usageJSON `json:"usage"`
+	Totals         usageJSON                       `json:"totals"`
+	Consolidations hippocam.Consolidations         `json:"consolidations"`
+}
+
+// listSessions is GET /api/sessions.
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tenant string) {
+	list, err := s.cfg.Store.Sessions(r.Context(), tenant)
+	if err != nil {
+		s.fail(w, "internal", err)
+		return
+	}
+	if list == nil {
+		list = []hippocam.SessionInfo{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+}
+
+// getSession is GET /api/sessions/{id}: the context, the intent stack and its history, usage.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant string) {
+	sess, err := s.cfg.Store.Session(r.Context(), tenant, r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out := sessionJSON{ID: sess.ID, CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, Version: sess.Version,
+		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
+		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations}
+	if out.Stack == nil {
+		out.Stack = hippocam.IntentStack{}
+	}
+	if out.StackLog == nil {
+		out.StackLog = []hippocam.StackEvent{}
+	}
+	for _, m := range sess.Context {
+		out.ContextTokens += m.Tokens
+	}
+	for role, u := range sess.Usage {
+		out.Usage[role] = usageOf(u)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getNode is GET /api/sessions/{id}/nodes/{ref}: one layer of the tree.
+func (s *Server) getNode(w http.ResponseWriter, r *http.Request, tenant string) {
+	id, ref := r.PathValue("id"), r.PathValue("ref")
+	if _, err := s.cfg.Store.Session(r.Context(), tenant, id); err != nil {
+		writeError(w, err)
+		return
+	}
+	kids, err := s.cfg.Store.Children(r.Context(), tenant, id, ref)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ref": ref, "children": toJSON(kids)})
+}
+
+// expand is GET /api/sessions/{id}/expand: every original message, in order.
+func (s *Server) expand(w http.ResponseWriter, r *http.Request, tenant string) {
+	id := r.PathValue("id")
+	sess, err := s.cfg.Store.Session(r.Context(), tenant, id)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	all, err := hippocam.Expand(r.Context(), hippocam.SessionArchive(s.cfg.Store, tenant, id), sess.Context)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": toJSON(all)})
+}
+
+// deleteSession is DELETE /api/sessions/{id}: the session and everything archived in it.
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, tenant string) {
+	id := r.PathValue("id")
+	unlock := s.locks.lock(tenant + "\x00" + id)
+	defer unlock()
+	if err := s.cfg.Store.DeleteSession(r.Context(), tenant, id); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// models is GET /v1/models, passed through to the upstream.
+func (s *Server) models(w http.ResponseWriter, r *http.Request, tenant string) {
+	if s.cfg.Upstream == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{}})
+		return
+	}
+	body, err := s.cfg.Upstream.ListModels(r.Context())
+	if err != nil {
+		s.fail(w, failureKind(err), err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
