@@ -29,7 +29,7 @@ type upstream struct {
 	agentCalls atomic.Int32
 }
 
-func newUpstream(t *testing.T) *upstream {
+func newUpstream(t testing.TB) *upstream {
 	u := &upstream{}
 	h := sim.New(tokenizer.MustDefault()).Handler()
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +55,7 @@ type testServer struct {
 	up    *upstream
 }
 
-func newServer(t *testing.T, window int, keys map[string]string) *testServer {
+func newServer(t testing.TB, window int, keys map[string]string) *testServer {
 	t.Helper()
 	up := newUpstream(t)
 	cfg := openai.DefaultConfig()

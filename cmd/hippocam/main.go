@@ -31,6 +31,10 @@ const usage = `hippocam: memory for long-running LLM agents (the Hippocam paper,
 Usage:
   hippocam replay --scenario FILE [--context-window N] [--db PATH] [--json]
         run a SIM.md scenario through the engine with the simulated model, offline
+  hippocam serve --upstream BASE_URL [--addr HOST:PORT] [--db PATH|postgres://…] [--context-window N] [--keys FILE]
+        the OpenAI-compatible proxy that gives any agent Hippocam memory, with REST API and viewer
+  hippocam serve --demo
+        the same, offline: the simulated model upstream and a bundled scenario replayed into it
   hippocam sim --addr HOST:PORT
         serve the simulated OpenAI-compatible model
   hippocam version
@@ -49,6 +53,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "replay":
 		cmd = &ReplayCommand{Stdout: stdout, Stderr: stderr}
+	case "serve":
+		cmd = &ServeCommand{Stdout: stdout, Stderr: stderr}
 	case "sim":
 		cmd = &SimCommand{Stdout: stdout, Stderr: stderr}
 	case "version":

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/httpapi"
+	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/postgres"
+	"github.com/hippocam/hippocam/replay"
+	"github.com/hippocam/hippocam/scenario"
+	"github.com/hippocam/hippocam/scenarios"
+	"github.com/hippocam/hippocam/sim"
+	"github.com/hippocam/hippocam/sqlite"
+	"github.com/hippocam/hippocam/tokenizer"
+	"github.com/hippocam/hippocam/viewer"
+)
+
+// ServeCommand runs the proxy: OpenAI-compatible chat completions with Hippocam memory, the REST
+// API, the viewer and metrics.
+type ServeCommand struct {
+	Addr     string
+	DB       string
+	Upstream string
+	APIKey   string
+	Model    string
+	Window   int
+	Keys     string
+	Demo     bool
+	LogJSON  bool
+
+	Stdout, Stderr io.Writer
+	Ready          func(addr string) // called once the server listens (tests)
+	store          hippocam.Store
+}
+
+// env returns the environment variable's value, or def.
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// ParseFlags reads the flags; each has an environment variable as its default.
+func (c *ServeCommand) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("hippocam serve", flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	window, err := strconv.Atoi(env("HIPPOCAM_CONTEXT_WINDOW", strconv.Itoa(engine.DefaultWindow)))
+	if err != nil {
+		return fmt.Errorf("HIPPOCAM_CONTEXT_WINDOW: %v", err)
+	}
+	fs.StringVar(&c.Addr, "addr", env("HIPPOCAM_ADDR", "127.0.0.1:8080"), "listen address (env HIPPOCAM_ADDR)")
+	fs.StringVar(&c.DB, "db", env("HIPPOCAM_DB", "hippocam.db"), "SQLite file, or a postgres:// DSN (env HIPPOCAM_DB)")
+	fs.StringVar(&c.Upstream, "upstream", env("HIPPOCAM_UPSTREAM", ""), "the model's OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (env HIPPOCAM_UPSTREAM)")
+	fs.StringVar(&c.Model, "model", env("HIPPOCAM_MODEL", "gpt-4o-mini"), "model for Hippocam's own calls (JANUS, PRECIP, PALIM) and agents that name none (env HIPPOCAM_MODEL)")
+	fs.IntVar(&c.Window, "context-window", window, "context window W in tokens (env HIPPOCAM_CONTEXT_WINDOW)")
+	fs.StringVar(&c.Keys, "keys", env("HIPPOCAM_KEYS", ""), "file of 'TENANT KEY' lines; without it, no auth and loopback only (env HIPPOCAM_KEYS)")
+	fs.BoolVar(&c.Demo, "demo", false, "use the in-process simulated model as upstream and replay a bundled scenario into session 'demo'")
+	fs.BoolVar(&c.LogJSON, "log-json", os.Getenv("HIPPOCAM_LOG_JSON") != "", "log JSON lines instead of text (env HIPPOCAM_LOG_JSON)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("OPENAI_API_KEY"))
+	if c.Upstream == "" && !c.Demo {
+		return fmt.Errorf("--upstream is required (or --demo for the simulated model)")
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down gracefully, letting in-flight requests finish.
+func (c *ServeCommand) Run(ctx context.Context) error {
+	var handler slog.Handler = slog.NewTextHandler(c.Stderr, nil)
+	if c.LogJSON {
+		handler = slog.NewJSONHandler(c.Stderr, nil)
+	}
+	log := slog.New(handler)
+	tok, err := tokenizer.Default()
+	if err != nil {
+		return err
+	}
+	mcfg := openai.DefaultConfig()
+	mcfg.BaseURL, mcfg.APIKey, mcfg.Model, mcfg.Logger = c.Upstream, c.APIKey, c.Model, log
+	if c.Demo {
+		mcfg.BaseURL, mcfg.Model = "http://sim.local/v1", sim.ModelID
+		mcfg.HTTPClient = &http.Client{Transport: sim.New(tok).Transport()}
+	}
+	model, err := openai.New(mcfg)
+	if err != nil {
+		return err
+	}
+	e, err := engine.New(engine.ForWindow(c.Window), model, tok, log)
+	if err != nil {
+		return err
+	}
+	if c.store, err = openStore(ctx, c.DB); err != nil {
+		return err
+	}
+	keys, err := readKeys(c.Keys)
+	if err != nil {
+		return err
+	}
+	addr := c.Addr
+	if len(keys) == 0 {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("--addr: %v", err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		fmt.Fprintf(c.Stdout, "no --keys given: authentication is off, so Hippocam listens on loopback only (%s)\n", addr)
+	}
+	metrics := httpapi.NewMetrics()
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(c.Stdout, "Hippocam is serving %s/v1 (upstream %s, W = %d tokens, store %s)\nviewer: %s/\n", base, mcfg.BaseURL, c.Window, c.DB, base)
+	log.Info("serving", "addr", ln.Addr().String(), "upstream", mcfg.BaseURL, "window", c.Window, "tenants", len(keys))
+	if c.Ready != nil {
+		c.Ready(ln.Addr().String())
+	}
+	if c.Demo {
+		go c.replayDemo(ctx, base, keys)
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down; finishing in-flight requests")
+	shut, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shut); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// replayDemo drives the bundled support-queue scenario into the server over HTTP, as an agent
+// would, so that a newcomer finds a live session in the viewer.
+func (c *ServeCommand) replayDemo(ctx context.Context, base string, keys map[string]string) {
+	data, err := scenarios.FS.ReadFile("support.jsonl")
+	if err == nil {
+		var lines []scenario.Line
+		if lines, err = scenario.Parse(bytes.NewReader(data)); err == nil {
+			key := ""
+			for k := range keys {
+				key = k
+				break
+			}
+			var rep *replay.HTTPReport
+			rep, err = replay.RunHTTP(ctx, replay.HTTPConfig{BaseURL: base + "/v1", Session: "demo", APIKey: key, Stream: func(i int) bool { return i%2 == 1 }}, lines)
+			if err == nil {
+				fmt.Fprintf(c.Stdout, "demo: replayed %d steps into session 'demo'; open %s/ to see its tree\n", rep.Steps, base)
+				return
+			}
+		}
+	}
+	fmt.Fprintf(c.Stderr, "demo replay failed: %v\n", err)
+}
+
+// Close closes the store.
+func (c *ServeCommand) Close() error {
+	if c.store != nil {
+		return c.store.Close()
+	}
+	return nil
+}
+
+// openStore opens SQLite for a file path and Postgres for a postgres:// DSN.
+func openStore(ctx context.Context, db string) (hippocam.Store, error) {
+	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
+		pg := postgres.New(db)
+		if err := pg.Open(ctx); err != nil {
+			return nil, err
+		}
+		return pg, nil
+	}
+	lite := sqlite.New(db)
+	if err := lite.Open(ctx); err != nil {
+		return nil, err
+	}
+	return lite, nil
+}
+
+// readKeys reads a keys file: one "TENANT KEY" per line; blank lines and # comments are skipped.
+func readKeys(path string) (map[string]string, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--keys: %v", err)
+	}
+	defer f.Close()
+	keys := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			return nil, fmt.Errorf("--keys %s line %d: want 'TENANT KEY'", path, n)
+		}
+		if _, dup := keys[fields[1]]; dup {
+			return nil, fmt.Errorf("--keys %s line %d: the key is used twice", path, n)
+		}
+		keys[fields[1]] = fields[0]
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("--keys %s: no keys in the file", path)
+	}
+	return keys, nil
+}

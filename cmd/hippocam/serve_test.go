@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hippocam/hippocam/replay"
+	"github.com/hippocam/hippocam/scenario"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs the real binary's Main with args until the test ends, and waits for /healthz or the
+// models route to answer.
+func start(t *testing.T, probe string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out bytes.Buffer
+	go func() { done <- Main(ctx, args, &out, &out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("%s exited %d: %s", args[0], code, out.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not shut down", args[0])
+		}
+	})
+	for i := 0; i < 200; i++ {
+		if resp, err := http.Get(probe); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("%s exited %d early: %s", args[0], code, out.String())
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s did not come up", args[0])
+}
+
+// The real binary's serve in front of the real binary's sim, driven over HTTP by an agent that
+// resends its history: tool calls, streamed and plain turns, answers that need recall; /expand
+// then holds every message the client saw, in order.
+func TestServeEndToEnd(t *testing.T) {
+	simAddr, addr := freeAddr(t), freeAddr(t)
+	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	db := filepath.Join(t.TempDir(), "serve.db")
+	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", db, "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000", "--model", "hippocam-sim")
+	for _, name := range []string{"refactor", "support"} {
+		t.Run(name, func(t *testing.T) {
+			file := "../../scenarios/" + name + ".jsonl"
+			lines, err := scenario.ParseFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := replay.RunHTTP(context.Background(), replay.HTTPConfig{BaseURL: "http://" + addr + "/v1", Session: name, Model: "hippocam-sim", Stream: func(i int) bool { return i%3 == 0 }}, lines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Streamed == 0 || rep.Streamed == rep.Steps {
+				t.Fatalf("%d of %d steps streamed; want a mix", rep.Streamed, rep.Steps)
+			}
+			want := mustRead(t, strings.TrimSuffix(file, ".jsonl")+".expected")
+			if got := strings.Join(rep.Answers, "\n") + "\n"; got != want {
+				t.Errorf("answers:\n%s\nwant:\n%s", got, want)
+			}
+			resp, err := http.Get("http://" + addr + "/api/sessions/" + name + "/expand")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var out struct {
+				Messages []struct{ Role, Kind, Content string } `json:"messages"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+				t.Fatal(err)
+			}
+			var raw []string
+			for _, m := range out.Messages {
+				if m.Kind == "raw" {
+					raw = append(raw, m.Role+": "+m.Content)
+				}
+			}
+			var seen []string
+			for _, m := range rep.Transcript {
+				text, _ := m.Text()
+				seen = append(seen, m.Role+": "+text)
+			}
+			if len(raw) != len(seen) {
+				t.Fatalf("/expand holds %d messages, the client saw %d", len(raw), len(seen))
+			}
+			for i := range raw {
+				if raw[i] != seen[i] {
+					t.Fatalf("message %d differs:\n expand %q\n client %q", i, clip(raw[i]), clip(seen[i]))
+				}
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}
+
+// The official OpenAI Node SDK, as an ordinary client of the proxy, completes a non-streamed and
+// a streamed tool-calling exchange (httpapi/testdata/node/sdk_exchange.mjs), with the answer to
+// its question coming through Hippocam's memory.
+func TestServeNodeSDK(t *testing.T) {
+	dir, _ := filepath.Abs("../../httpapi/testdata/node")
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "openai"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the SDK harness needs node and `npm ci` in %s: %v", dir, err)
+		}
+		t.Skipf("official SDK test skipped (%v); run `npm ci` in %s", err, dir)
+	}
+	simAddr, addr := freeAddr(t), freeAddr(t)
+	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "sdk.db"), "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "sdk_exchange.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HIPPOCAM_BASE_URL=http://"+addr+"/v1", "HIPPOCAM_SESSION=sdk", "HIPPOCAM_MODEL=hippocam-sim")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK exchange failed: %v\n%s", err, out)
+	}
+	for _, session := range []string{"sdk-plain", "sdk-stream"} {
+		resp, err := http.Get("http://" + addr + "/api/sessions/" + session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("session %s: status %d", session, resp.StatusCode)
+		}
+	}
+}

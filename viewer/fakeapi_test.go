@@ -1,0 +1,278 @@
+package viewer_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hippocam/hippocam/viewer"
+)
+
+// fakeAPI serves the viewer beside a fixture of httpapi's REST API (testdata/*.json), and
+// records the API requests the page makes.
+type fakeAPI struct {
+	t   *testing.T
+	key string // when set, every API call needs Authorization: Bearer key
+	now time.Time
+
+	mu       sync.Mutex
+	requests []apiRequest
+	deleted  map[string]bool
+	bumps    int // how many times the session "billing-fix" changed since the fixture
+}
+
+type apiRequest struct {
+	Method, Path, Auth string
+}
+
+// sessionSummary is one entry of GET /api/sessions.
+type sessionSummary struct {
+	ID             string         `json:"id"`
+	Messages       int            `json:"messages"`
+	Depth          int            `json:"depth"`
+	Consolidations map[string]int `json:"consolidations"`
+	UpdatedAt      string         `json:"updated_at"`
+}
+
+func newFakeAPI(t *testing.T, key string) *fakeAPI {
+	return &fakeAPI{t: t, key: key, now: time.Now().UTC(), deleted: map[string]bool{}}
+}
+
+// Handler returns the viewer and the API on one mux, as httpapi mounts them.
+func (f *fakeAPI) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/sessions", f.listSessions)
+	mux.HandleFunc("GET /api/sessions/{id}", f.getSession)
+	mux.HandleFunc("GET /api/sessions/{id}/nodes/{ref}", f.getNode)
+	mux.HandleFunc("GET /api/sessions/{id}/expand", f.expand)
+	mux.HandleFunc("DELETE /api/sessions/{id}", f.deleteSession)
+	mux.Handle("GET /", viewer.Handler())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			f.mu.Lock()
+			f.requests = append(f.requests, apiRequest{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization")})
+			f.mu.Unlock()
+			if f.key != "" && r.Header.Get("Authorization") != "Bearer "+f.key {
+				writeError(w, http.StatusUnauthorized, "unauthorized", "a valid API key is required: send Authorization: Bearer KEY")
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Requests returns the API requests so far.
+func (f *fakeAPI) Requests() []apiRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]apiRequest(nil), f.requests...)
+}
+
+// Count returns how many API requests had this method and path.
+func (f *fakeAPI) Count(method, path string) int {
+	n := 0
+	for _, r := range f.Requests() {
+		if r.Method == method && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
+// Bump makes the session "billing-fix" look changed: a new version and update time.
+func (f *fakeAPI) Bump() {
+	f.mu.Lock()
+	f.bumps++
+	f.mu.Unlock()
+}
+
+func (f *fakeAPI) state() (bumps int, deleted map[string]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := map[string]bool{}
+	for k, v := range f.deleted {
+		d[k] = v
+	}
+	return f.bumps, d
+}
+
+func (f *fakeAPI) listSessions(w http.ResponseWriter, r *http.Request) {
+	bumps, deleted := f.state()
+	all := []sessionSummary{
+		{ID: "billing-fix", Messages: 11, Depth: 3, Consolidations: map[string]int{"intent": 3, "prefix": 1},
+			UpdatedAt: f.stamp(time.Minute - time.Duration(bumps)*time.Second)},
+		{ID: "scratch", Messages: 2, Depth: 0, Consolidations: map[string]int{"intent": 0, "prefix": 0},
+			UpdatedAt: f.stamp(2 * time.Hour)},
+	}
+	var list []sessionSummary
+	for _, s := range all {
+		if !deleted[s.ID] {
+			list = append(list, s)
+		}
+	}
+	writeJSON(w, map[string]any{"sessions": list})
+}
+
+func (f *fakeAPI) getSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	body, ok := f.session(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no session "+strconv.Quote(id))
+		return
+	}
+	var s map[string]json.RawMessage
+	if err := json.Unmarshal(body, &s); err != nil {
+		f.t.Errorf("fixture of %s: %v", id, err)
+		writeError(w, http.StatusInternalServerError, "internal", "bad fixture")
+		return
+	}
+	if bumps, _ := f.state(); id == "billing-fix" && bumps > 0 {
+		s["version"] = json.RawMessage(strconv.Itoa(17 + bumps))
+		s["updated_at"] = json.RawMessage(strconv.Quote(f.stamp(time.Minute - time.Duration(bumps)*time.Second)))
+	}
+	writeJSON(w, s)
+}
+
+var refPattern = regexp.MustCompile(`^r[0-9]+$`)
+
+func (f *fakeAPI) getNode(w http.ResponseWriter, r *http.Request) {
+	id, ref := r.PathValue("id"), r.PathValue("ref")
+	if _, ok := f.session(id); !ok || !refPattern.MatchString(ref) {
+		writeError(w, http.StatusNotFound, "not_found", "no node "+strconv.Quote(ref))
+		return
+	}
+	body, err := os.ReadFile(filepath.Join("testdata", "node-"+ref+".json"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, "not_found", "no node "+strconv.Quote(ref))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+func (f *fakeAPI) expand(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := f.session(id); !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no session "+strconv.Quote(id))
+		return
+	}
+	msgs, err := expandFixture(id)
+	if err != nil {
+		f.t.Errorf("expand %s: %v", id, err)
+		writeError(w, http.StatusInternalServerError, "internal", "bad fixture")
+		return
+	}
+	writeJSON(w, map[string]any{"messages": msgs})
+}
+
+func (f *fakeAPI) deleteSession(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := f.session(id); !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no session "+strconv.Quote(id))
+		return
+	}
+	f.mu.Lock()
+	f.deleted[id] = true
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// session returns the fixture of session id with its times filled in, unless it is deleted.
+func (f *fakeAPI) session(id string) ([]byte, bool) {
+	if _, deleted := f.state(); deleted[id] || (id != "billing-fix" && id != "scratch") {
+		return nil, false
+	}
+	body, err := os.ReadFile(filepath.Join("testdata", "session-"+id+".json"))
+	if err != nil {
+		f.t.Errorf("fixture: %v", err)
+		return nil, false
+	}
+	return nowPattern.ReplaceAllFunc(body, func(m []byte) []byte {
+		sub := nowPattern.FindSubmatch(m)
+		n, _ := strconv.Atoi(string(sub[1]))
+		unit := time.Minute
+		if string(sub[2]) == "H" {
+			unit = time.Hour
+		}
+		return []byte(f.stamp(time.Duration(n) * unit))
+	}), true
+}
+
+// nowPattern marks a time in a fixture: @NOW-5M@ is five minutes before the fake API started.
+var nowPattern = regexp.MustCompile(`@NOW-([0-9]+)([MH])@`)
+
+func (f *fakeAPI) stamp(ago time.Duration) string {
+	return f.now.Add(-ago).Format(time.RFC3339)
+}
+
+// expandFixture returns the original transcript of a fixture session: its context with every
+// consolidated message replaced by its node's children, recursively.
+func expandFixture(id string) ([]json.RawMessage, error) {
+	body, err := os.ReadFile(filepath.Join("testdata", "session-"+id+".json"))
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Context []json.RawMessage `json:"context"`
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		return nil, err
+	}
+	return expandMessages(s.Context, 0)
+}
+
+func expandMessages(msgs []json.RawMessage, depth int) ([]json.RawMessage, error) {
+	if depth > 10 {
+		return nil, fmt.Errorf("the fixture tree is deeper than 10")
+	}
+	var out []json.RawMessage
+	for _, raw := range msgs {
+		var m struct {
+			Ref string `json:"ref"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		if m.Ref == "" {
+			out = append(out, raw)
+			continue
+		}
+		body, err := os.ReadFile(filepath.Join("testdata", "node-"+m.Ref+".json"))
+		if err != nil {
+			return nil, err
+		}
+		var node struct {
+			Children []json.RawMessage `json:"children"`
+		}
+		if err := json.Unmarshal(body, &node); err != nil {
+			return nil, fmt.Errorf("node %s: %w", m.Ref, err)
+		}
+		kids, err := expandMessages(node.Children, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kids...)
+	}
+	return out, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{
+		"message": msg, "type": "invalid_request_error", "code": code,
+	}})
+}
