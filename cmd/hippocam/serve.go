@@ -19,6 +19,7 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
+	"github.com/hippocam/hippocam/inmem"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/postgres"
 	"github.com/hippocam/hippocam/replay"
@@ -46,7 +47,11 @@ type ServeCommand struct {
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
 	store          hippocam.Store
+	dbSet          bool
 }
+
+// demoWindow is the context window of --demo unless one is given.
+const demoWindow = 8000
 
 // env returns the environment variable's value, or def.
 func env(name, def string) string {
@@ -70,10 +75,19 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.Model, "model", env("HIPPOCAM_MODEL", "gpt-4o-mini"), "model for Hippocam's own calls (JANUS, PRECIP, PALIM) and agents that name none (env HIPPOCAM_MODEL)")
 	fs.IntVar(&c.Window, "context-window", window, "context window W in tokens (env HIPPOCAM_CONTEXT_WINDOW)")
 	fs.StringVar(&c.Keys, "keys", env("HIPPOCAM_KEYS", ""), "file of 'TENANT KEY' lines; without it, no auth and loopback only (env HIPPOCAM_KEYS)")
-	fs.BoolVar(&c.Demo, "demo", false, "use the in-process simulated model as upstream and replay a bundled scenario into session 'demo'")
+	fs.BoolVar(&c.Demo, "demo", false, "use the in-process simulated model as upstream and replay a bundled scenario into session 'demo' (in memory unless --db is given; W = 8000 unless --context-window is given)")
 	fs.BoolVar(&c.LogJSON, "log-json", os.Getenv("HIPPOCAM_LOG_JSON") != "", "log JSON lines instead of text (env HIPPOCAM_LOG_JSON)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	windowSet := os.Getenv("HIPPOCAM_CONTEXT_WINDOW") != ""
+	fs.Visit(func(f *flag.Flag) {
+		c.dbSet = c.dbSet || f.Name == "db"
+		windowSet = windowSet || f.Name == "context-window"
+	})
+	c.dbSet = c.dbSet || os.Getenv("HIPPOCAM_DB") != ""
+	if c.Demo && !windowSet {
+		c.Window = demoWindow // small, so that the demo folds and the tree has depth
 	}
 	c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("OPENAI_API_KEY"))
 	if c.Upstream == "" && !c.Demo {
@@ -107,7 +121,9 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.store, err = openStore(ctx, c.DB); err != nil {
+	if c.Demo && !c.dbSet {
+		c.store, c.DB = inmem.New(), "memory (demo)"
+	} else if c.store, err = openStore(ctx, c.DB); err != nil {
 		return err
 	}
 	keys, err := readKeys(c.Keys)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/hippocam/hippocam/replay"
 	"github.com/hippocam/hippocam/scenario"
+	"github.com/hippocam/hippocam/sim"
+	"github.com/hippocam/hippocam/tokenizer"
 )
 
 func freeAddr(t *testing.T) string {
@@ -174,3 +178,85 @@ func TestServeNodeSDK(t *testing.T) {
 		}
 	}
 }
+
+// The first-run experience: serve --demo needs no key and no network, and a live session
+// appears for the viewer.
+func TestServeDemo(t *testing.T) {
+	addr := freeAddr(t)
+	start(t, "http://"+addr+"/healthz", "serve", "--demo", "--addr", addr, "--context-window", "8000")
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/api/sessions/demo")
+		if err == nil {
+			var s struct {
+				Consolidations struct{ Intent, Prefix int } `json:"consolidations"`
+			}
+			json.NewDecoder(resp.Body).Decode(&s)
+			resp.Body.Close()
+			if s.Consolidations.Prefix > 0 {
+				page, err := http.Get("http://" + addr + "/")
+				if err != nil || page.StatusCode != 200 {
+					t.Fatalf("viewer: %v %v", err, page.Status)
+				}
+				page.Body.Close()
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the demo session did not fold within 90 s")
+}
+
+// Shutdown lets an in-flight request finish and commit.
+func TestServeGracefulShutdown(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hippocam-Role") == "agent" {
+			time.Sleep(700 * time.Millisecond)
+		}
+		simHandler.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+	if err := cmd.ParseFlags([]string{"--addr", addr, "--db", filepath.Join(t.TempDir(), "g.db"), "--upstream", slow.URL + "/v1"}); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	cmd.Ready = func(string) { close(ready) }
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run(ctx) }()
+	<-ready
+	type result struct {
+		status int
+		err    error
+	}
+	res := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"!say still here"}]}`))
+		req.Header.Set("Hippocam-Session", "inflight")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		res <- result{status: resp.StatusCode}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	r := <-res
+	if r.err != nil || r.status != 200 {
+		t.Fatalf("in-flight request: %v, status %d", r.err, r.status)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	s, err := cmd.store.Session(context.Background(), "", "inflight")
+	if err != nil || s.Transcript.Count != 2 {
+		t.Fatalf("the in-flight step was not committed: %v %+v", err, s)
+	}
+	cmd.Close()
+}
+
+var simHandler = sim.New(tokenizer.MustDefault()).Handler()

@@ -1,0 +1,463 @@
+package viewer_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The browser tests drive the viewer in headless Chromium (Debian's package at /usr/bin/chromium,
+// or the binary HIPPOCAM_CHROMIUM names). Without a browser they skip, unless CI is set: CI
+// installs one, so there a missing browser is a failure.
+
+var update = flag.Bool("update", false, "write the viewer's screenshot to docs/viewer.png")
+
+const (
+	defaultChromium = "/usr/bin/chromium"
+	stepTimeout     = 20 * time.Second
+)
+
+func TestViewerBrowser(t *testing.T) {
+	api := newFakeAPI(t, "")
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	b := newBrowser(t)
+
+	b.do("open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="welcome"]`)))
+	b.do("wait for the session list", chromedp.WaitVisible(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)))
+	if got := b.text(`#session-count`); got != "2" {
+		t.Errorf("session count %q, want 2", got)
+	}
+
+	// Select the session: its context renders, each message with its kind.
+	b.do("select the session",
+		chromedp.Click(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context`)))
+	if got := b.text(`#session-title`); got != "billing-fix" {
+		t.Errorf("title %q", got)
+	}
+	kinds := evaluate[[]string](b, `[...document.querySelectorAll('#context > li > [data-testid="message"]')].map(e => e.dataset.id + ':' + e.dataset.kind)`)
+	wantKinds := []string{"m1:raw", "m2:raw", "m3:prefix_memory", "m9:guidance", "m10:intent_memory", "m12:guidance",
+		"m13:raw", "m14:raw", "m15:raw", "m16:raw", "m17:raw"}
+	if !reflect.DeepEqual(kinds, wantKinds) {
+		t.Errorf("context messages %v, want %v", kinds, wantKinds)
+	}
+	badges := evaluate[[]string](b, `['m2','m3','m9','m10'].map(id => document.querySelector('#context [data-id="' + id + '"] [data-testid="kind-badge"]').textContent)`)
+	if want := []string{"raw", "prefix memory", "guidance", "intent memory"}; !reflect.DeepEqual(badges, want) {
+		t.Errorf("kind badges %v, want %v", badges, want)
+	}
+	// Each kind is visibly distinguished: four different accent colours.
+	colours := evaluate[[]string](b, `['m2','m3','m9','m10'].map(id => getComputedStyle(document.querySelector('#context [data-id="' + id + '"]')).borderLeftColor)`)
+	if distinct(colours) != 4 {
+		t.Errorf("kind colours %v are not all different", colours)
+	}
+	if got := b.text(`#context [data-id="m13"] [data-testid="tool-call"]`); !strings.Contains(got, "edit_file") {
+		t.Errorf("tool call %q", got)
+	}
+	if got := b.text(`#context [data-id="m3"] [data-testid="tokens"]`); got != "1,480 tok" {
+		t.Errorf("tokens %q", got)
+	}
+
+	// Long content is collapsed, and expands.
+	if !evaluate[bool](b, `document.querySelector('#context [data-id="m3"] [data-testid="content"]').classList.contains('collapsed')`) {
+		t.Error("the long prefix memory is not collapsed")
+	}
+	b.do("expand the long content", chromedp.Click(chromedp.CSS(`#context [data-id="m3"] [data-testid="toggle-content"]`)))
+	if evaluate[bool](b, `document.querySelector('#context [data-id="m3"] [data-testid="content"]').classList.contains('collapsed')`) {
+		t.Error("the long prefix memory stays collapsed after Show more")
+	}
+
+	// Knowledge items with their evaluations.
+	knowledge := evaluate[[]string](b, `[...document.querySelectorAll('#context [data-id="m3"] [data-testid="knowledge-item"]')].map(e => e.dataset.evaluation + '|' + e.querySelector('[data-testid="evaluation"]').textContent + '|' + getComputedStyle(e.querySelector('[data-testid="evaluation"]')).backgroundColor)`)
+	if len(knowledge) != 4 {
+		t.Fatalf("knowledge items %v, want 4", knowledge)
+	}
+	bg := map[string]string{}
+	for i, want := range []string{"good", "bad", "neutral", "good"} {
+		parts := strings.Split(knowledge[i], "|")
+		if parts[0] != want || parts[1] != want {
+			t.Errorf("knowledge item %d: %v, want %s", i, parts, want)
+		}
+		bg[parts[0]] = parts[2]
+	}
+	if distinct([]string{bg["good"], bg["bad"], bg["neutral"]}) != 3 {
+		t.Errorf("evaluation badges share colours: %v", bg)
+	}
+
+	// The tree, node by node: r1 in the context, r2 inside r1, r3 inside r2.
+	b.do("open node r1",
+		chromedp.Click(chromedp.CSS(`#context [data-id="m3"] [data-testid="open-node"][data-ref="r1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r1"] [data-id="m6"]`)))
+	if api.Count("GET", "/api/sessions/billing-fix/nodes/r2") != 0 {
+		t.Error("node r2 was fetched before it was opened")
+	}
+	b.do("open node r2 inside r1",
+		chromedp.Click(chromedp.CSS(`[data-testid="children"][data-ref="r1"] [data-testid="open-node"][data-ref="r2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r2"] [data-id="m6b"]`)))
+	b.do("open node r3 inside r2",
+		chromedp.Click(chromedp.CSS(`[data-testid="children"][data-ref="r2"] [data-testid="open-node"][data-ref="r3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r3"] [data-id="m7b"]`)))
+	path := evaluate[[]string](b, `(() => { const out = []; let n = document.querySelector('[data-id="m7b"]');
+		while ((n = n.parentElement && n.parentElement.closest('[data-testid="children"]'))) out.push(n.dataset.ref); return out; })()`)
+	if want := []string{"r3", "r2", "r1"}; !reflect.DeepEqual(path, want) {
+		t.Errorf("m7b is nested in %v, want %v", path, want)
+	}
+	for _, ref := range []string{"r1", "r2", "r3"} {
+		if n := api.Count("GET", "/api/sessions/billing-fix/nodes/"+ref); n != 1 {
+			t.Errorf("node %s fetched %d times, want 1", ref, n)
+		}
+	}
+	// Closing and reopening a node uses what was fetched, and keeps its open descendants.
+	b.do("close node r1",
+		chromedp.Click(chromedp.CSS(`#context [data-testid="open-node"][data-ref="r1"]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="children"][data-ref="r1"]`)))
+	b.do("reopen node r1",
+		chromedp.Click(chromedp.CSS(`#context [data-testid="open-node"][data-ref="r1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r3"] [data-id="m7b"]`)))
+	if n := api.Count("GET", "/api/sessions/billing-fix/nodes/r1"); n != 1 {
+		t.Errorf("node r1 fetched %d times after reopening, want 1", n)
+	}
+
+	// The intent stack and its history.
+	labels := evaluate[[]string](b, `[...document.querySelectorAll('#stack [data-testid="stack-label"]')].map(e => e.textContent)`)
+	if want := []string{"Fix the one-cent invoice rounding bug", "Round Invoice.Total once, on the exact sum"}; !reflect.DeepEqual(labels, want) {
+		t.Errorf("stack %v, want %v", labels, want)
+	}
+	if !evaluate[bool](b, `document.querySelector('#stack [data-testid="stack-item"]:last-child').classList.contains('top')`) {
+		t.Error("the last intent is not marked as the top")
+	}
+	steps := evaluate[[]string](b, `[...document.querySelectorAll('#stack-log [data-testid="stack-event"]')].map(e => e.dataset.step)`)
+	if want := []string{"9", "8", "5", "1"}; !reflect.DeepEqual(steps, want) {
+		t.Errorf("stack log steps %v, want %v (newest first)", steps, want)
+	}
+	if got := b.text(`#stack-log [data-step="5"]`); !strings.Contains(got, "✓ Map the billing package") || !strings.Contains(got, "+ Reproduce the drift") {
+		t.Errorf("stack event 5 reads %q", got)
+	}
+
+	// The recall trace of the answer is collapsed until asked for.
+	if evaluate[bool](b, `document.querySelector('#context [data-id="m17"] [data-testid="trace"]').open`) {
+		t.Error("the recall trace is open before it is asked for")
+	}
+	b.do("open the recall trace",
+		chromedp.Click(chromedp.CSS(`#context [data-id="m17"] [data-testid="trace-toggle"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="m17"] [data-testid="trace"] [data-id="t2"]`)))
+
+	// Tokens, cache share and cost by role, and the window bar.
+	roles := evaluate[[]string](b, `[...document.querySelectorAll('#usage [data-testid="usage-row"]')].map(r => r.dataset.role + ' ' + r.querySelector('[data-testid="cache-share"]').textContent + ' ' + r.querySelector('[data-testid="cost"]').textContent)`)
+	if want := []string{"agent 81% $0.049", "janus 81% $0.017", "precip 0% $0.0092", "palim 17% $0.013"}; !reflect.DeepEqual(roles, want) {
+		t.Errorf("usage rows %v, want %v", roles, want)
+	}
+	if got := b.text(`#usage [data-testid="usage-total"] [data-testid="cost"]`); got != "$0.088" {
+		t.Errorf("total cost %q", got)
+	}
+	if got := evaluate[string](b, `document.getElementById('window-bar').getAttribute('aria-valuenow')`); got != "64" {
+		t.Errorf("window bar at %s%%, want 64", got)
+	}
+
+	// A change of the session refreshes it, and what was open stays open.
+	api.Bump()
+	b.waitUntil("the refresh to version 18", `document.querySelector('[data-testid="session-version"]').textContent === 'version 18'`)
+	b.do("check what stays open",
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r3"] [data-id="m7b"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="m17"] [data-testid="trace"] [data-id="t2"]`)))
+
+	b.screenshot()
+
+	// The full transcript: every consolidated message expanded.
+	want, err := expandFixture("billing-fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.do("show the full transcript",
+		chromedp.Click(chromedp.CSS(`[data-testid="view-transcript"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#transcript`)))
+	ids := evaluate[[]string](b, `[...document.querySelectorAll('#transcript > li > [data-testid="message"]')].map(e => e.dataset.id)`)
+	if len(ids) != len(want) || ids[0] != "m1" || ids[2] != "m3a" || slices.Index(ids, "m7b") < 0 || slices.Index(ids, "m3") >= 0 {
+		t.Errorf("transcript %v (%d messages, want %d)", ids, len(ids), len(want))
+	}
+	b.do("back to the context", chromedp.Click(chromedp.CSS(`[data-testid="view-context"]`)), chromedp.WaitVisible(chromedp.CSS(`#context`)))
+
+	// Untrusted text stays text.
+	b.do("select the scratch session",
+		chromedp.Click(chromedp.CSS(`[data-testid="session-item"][data-session-id="scratch"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="s1"]`)))
+	if got := b.text(`#context [data-id="s1"] [data-testid="content"]`); !strings.HasPrefix(got, "<b>not bold</b><img") {
+		t.Errorf("markup in content was not shown as text: %q", got)
+	}
+	if evaluate[bool](b, `document.querySelector('#detail img, #detail script, #detail b') !== null || window.__pwned !== undefined`) {
+		t.Error("markup in content reached the DOM")
+	}
+
+	// Deleting asks first, then calls DELETE.
+	b.do("decline the deletion",
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => false`),
+		chromedp.Click(chromedp.CSS(`#delete-session`)))
+	if n := api.Count("DELETE", "/api/sessions/scratch"); n != 0 {
+		t.Fatalf("DELETE sent %d times after the confirmation was declined", n)
+	}
+	b.do("delete the session",
+		chromedp.Evaluate[chromedp.Void](`window.confirm = () => true`),
+		chromedp.Click(chromedp.CSS(`#delete-session`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="welcome"]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`[data-testid="session-item"][data-session-id="scratch"]`)))
+	if n := api.Count("DELETE", "/api/sessions/scratch"); n != 1 {
+		t.Errorf("DELETE sent %d times, want 1", n)
+	}
+	b.checkNoExceptions()
+}
+
+func TestViewerBrowserAPIKey(t *testing.T) {
+	const key = "s3cret-key"
+	api := newFakeAPI(t, key)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	b := newBrowser(t)
+
+	b.do("open the page: the API answers 401", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`#api-key`)))
+	if evaluate[int](b, `document.querySelectorAll('[data-testid="session-item"]').length`) != 0 {
+		t.Error("sessions listed without a key")
+	}
+
+	b.do("try a wrong key",
+		chromedp.SendKeys(chromedp.CSS(`#api-key`), "wrong"),
+		chromedp.Click(chromedp.CSS(`#api-key-save`)))
+	b.waitUntil("the key to be refused", `document.getElementById('auth-message').textContent.includes('refused')`)
+	if !b.visible(`#auth`) {
+		t.Error("the key form disappeared after a refused key")
+	}
+
+	b.do("enter the key",
+		chromedp.SendKeys(chromedp.CSS(`#api-key`), key),
+		chromedp.Click(chromedp.CSS(`#api-key-save`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)),
+		chromedp.WaitNotVisible(chromedp.CSS(`#auth`)))
+	if got := evaluate[string](b, `localStorage.getItem('hippocam.apiKey')`); got != key {
+		t.Errorf("localStorage holds %q", got)
+	}
+
+	b.do("open a node with the key",
+		chromedp.Click(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)),
+		chromedp.Click(chromedp.CSS(`#context [data-testid="open-node"][data-ref="r1"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r1"] [data-id="m6"]`)))
+
+	// A reload keeps the key: the page never asks again and every call carries it.
+	before := len(api.Requests())
+	b.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#context`)))
+	if b.visible(`#auth`) {
+		t.Error("the key form is shown again after a reload")
+	}
+
+	reqs := api.Requests()
+	var sawKey, sawNode bool
+	for i, r := range reqs {
+		switch r.Auth {
+		case "Bearer " + key:
+			sawKey = true
+			sawNode = sawNode || r.Path == "/api/sessions/billing-fix/nodes/r1"
+		case "", "Bearer wrong":
+			if sawKey {
+				t.Errorf("request %d (%s %s) after the key was entered has Authorization %q", i, r.Method, r.Path, r.Auth)
+			}
+		default:
+			t.Errorf("request %d (%s %s) has Authorization %q", i, r.Method, r.Path, r.Auth)
+		}
+	}
+	if !sawNode {
+		t.Error("the node request did not carry the key")
+	}
+	if reqs[0].Auth != "" {
+		t.Errorf("the first request had Authorization %q before any key was given", reqs[0].Auth)
+	}
+	if len(reqs) == before {
+		t.Error("no API request after the reload")
+	}
+	b.checkNoExceptions()
+}
+
+// browser is a headless Chromium tab for one test.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+
+	mu         sync.Mutex
+	exceptions []string
+}
+
+// newBrowser starts Chromium with a fresh profile, or skips the test when there is none and CI
+// is not set.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := os.Getenv("HIPPOCAM_CHROMIUM")
+	if exe == "" {
+		exe = defaultChromium
+	}
+	if _, err := os.Stat(exe); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no browser at %s (CI must install chromium): %v", exe, err)
+		}
+		t.Skipf("no browser at %s: install Debian's chromium (or set HIPPOCAM_CHROMIUM) to run this test", exe)
+	}
+	profile := t.TempDir()
+	var out lockedBuffer
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1440, 900),
+		chromedp.CombinedOutput(&out),
+	)
+	root, cancelRoot := context.WithTimeout(context.Background(), 3*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(root, opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		cancelRoot()
+		if t.Failed() {
+			t.Logf("browser output:\n%s", out.String())
+		}
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v\n%s", exe, err, out.String())
+	}
+	b := &browser{t: t, ctx: ctx}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.IsException() {
+				b.mu.Lock()
+				b.exceptions = append(b.exceptions, m.Text)
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return b
+}
+
+// do runs the actions, each step bounded, and fails the test with what it was doing.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// waitUntil polls the JavaScript predicate until it holds.
+func (b *browser) waitUntil(what, predicate string) {
+	b.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for !evaluate[bool](b, "!!("+predicate+")") {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+func (b *browser) visible(sel string) bool {
+	b.t.Helper()
+	return evaluate[bool](b, fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.offsetParent !== null; })()`, sel))
+}
+
+func evaluate[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// screenshot saves a full-page PNG: to docs/viewer.png with -update, to a temporary file
+// otherwise.
+func (b *browser) screenshot() {
+	b.t.Helper()
+	b.do("scroll to the top", chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	path := filepath.Join(b.t.TempDir(), "viewer.png")
+	if *update {
+		path = filepath.Join("..", "docs", "viewer.png")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+func (b *browser) checkNoExceptions() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.exceptions {
+		b.t.Errorf("page exception: %s", e)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func distinct(xs []string) int {
+	seen := map[string]bool{}
+	for _, x := range xs {
+		seen[x] = true
+	}
+	return len(seen)
+}
