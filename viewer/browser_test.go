@@ -95,6 +95,10 @@ func TestViewerBrowser(t *testing.T) {
 		t.Errorf("evaluation badges share colours: %v", bg)
 	}
 
+	if got := b.text(`#context [data-testid="open-node"][data-ref="r4"]`); got != "▸Open originals r4" {
+		t.Errorf("closed node button reads %q", got)
+	}
+
 	// The tree, node by node: r1 in the context, r2 inside r1, r3 inside r2.
 	b.do("open node r1",
 		chromedp.Click(chromedp.CSS(`#context [data-id="m3"] [data-testid="open-node"][data-ref="r1"]`)),

@@ -10,6 +10,7 @@
   const COLLAPSE_CHARS = 700;
   const COLLAPSE_LINES = 12;
   const STACK_LOG_SHOWN = 12;
+  const KNOWLEDGE_SHOWN = 8;
 
   const KINDS = {
     raw: 'raw',
@@ -41,6 +42,8 @@
     traces: new Set(), // keys of opened recall traces
     showAllLog: false,
     polling: false,
+    listSig: '', // what the session list shows, to skip identical rebuilds
+    detailLoading: null, // id of the session whose detail is being fetched
     again: false, // a refresh was asked for while one was running
     lastRefresh: null,
   };
@@ -221,6 +224,10 @@
     const list = $('session-list');
     const filter = $('session-filter').value.trim().toLowerCase();
     const shown = state.sessions.filter((s) => !filter || String(s.id).toLowerCase().includes(filter));
+    // Rebuild only when something visible changed, so that polling does not churn the DOM.
+    const sig = JSON.stringify([state.listLoaded, state.sessions.length, state.selected ?? null, shown, shown.map((s) => fmtAgo(s.updated_at))]);
+    if (sig === state.listSig) return;
+    state.listSig = sig;
     $('session-count').textContent = state.listLoaded ? String(state.sessions.length) : '';
     list.replaceChildren();
     if (state.listLoaded && shown.length === 0) {
@@ -285,21 +292,29 @@
 
   async function loadDetail() {
     const id = state.selected;
-    if (!id) return;
+    if (!id || state.detailLoading === id) return;
+    state.detailLoading = id;
     try {
       const body = await api(sessionPath(id));
       if (state.selected !== id) return;
       keyAccepted();
       state.detail = body;
       state.detailError = null;
-      if (state.view === 'transcript') await loadTranscript();
     } catch (err) {
-      if (state.selected !== id) return;
-      if (err.status === 401) return;
+      if (state.selected !== id || err.status === 401) return;
       state.detail = null;
       state.detailError = err.status === 404 ? 'This session no longer exists.' : err.message;
+    } finally {
+      if (state.detailLoading === id) state.detailLoading = null;
     }
-    renderDetail();
+    if (state.detail && state.view === 'transcript') {
+      try {
+        await loadTranscript();
+      } catch (err) {
+        if (err.status !== 401) showError('Cannot load the transcript: ' + err.message);
+      }
+    }
+    if (state.selected === id) renderDetail();
   }
 
   async function loadTranscript() {
@@ -324,7 +339,7 @@
       await loadSessions();
       showError('');
       const sel = state.selected && state.sessions.find((s) => s.id === state.selected);
-      if (state.selected && (force || !state.detail || (sel && sel.updated_at !== state.detail.updated_at))) {
+      if (state.selected && (force || !state.detail || (sel && !sameInstant(sel.updated_at, state.detail.updated_at)))) {
         await loadDetail();
       }
       state.lastRefresh = new Date();
@@ -338,6 +353,14 @@
       state.again = false;
       refresh(true);
     }
+  }
+
+  // sameInstant compares two timestamps as times, not as strings: the list and the session may
+  // spell the same instant differently.
+  function sameInstant(a, b) {
+    const x = new Date(a).getTime();
+    const y = new Date(b).getTime();
+    return isNaN(x) || isNaN(y) ? a === b : x === y;
   }
 
   function renderStatus() {
@@ -522,7 +545,7 @@
       el('span', { class: 'tokens', 'data-testid': 'tokens', title: 'tokens', text: fmtInt(m.tokens) + ' tok' })),
     renderContent(m.content, key),
     renderToolCalls(m.tool_calls),
-    renderKnowledge(m.knowledge),
+    renderKnowledge(m.knowledge, key),
     renderTrace(m.trace, key),
     m.ref ? renderNode(m.ref, key) : null);
     return art;
@@ -568,20 +591,33 @@
     try { return JSON.stringify(JSON.parse(s), null, 1).replace(/\n\s*/g, ' '); } catch { return s; }
   }
 
-  function renderKnowledge(items) {
+  function renderKnowledge(items, key) {
     if (!Array.isArray(items) || items.length === 0) return null;
     const counts = {};
     for (const k of items) counts[evalOf(k)] = (counts[evalOf(k)] || 0) + 1;
-    return el('div', { class: 'knowledge', 'data-testid': 'knowledge' },
+    const kkey = key + '#knowledge';
+    const all = state.expanded.has(kkey) || items.length <= KNOWLEDGE_SHOWN + 2;
+    const box = el('div', { class: 'knowledge', 'data-testid': 'knowledge' },
       el('div', { class: 'knowledge-head' },
         el('span', { class: 'section-label', text: 'Knowledge' }),
         EVALUATIONS.filter((e) => counts[e]).map((e) => el('span', { class: 'muted small', text: counts[e] + ' ' + e }))),
-      el('ul', {}, items.map((k) => {
+      el('ul', {}, (all ? items : items.slice(0, KNOWLEDGE_SHOWN)).map((k) => {
         const e = evalOf(k);
         return el('li', { class: 'knowledge-item', 'data-testid': 'knowledge-item', 'data-evaluation': e },
           el('span', { class: 'badge eval eval-' + e, 'data-testid': 'evaluation', text: e }),
           el('span', { class: 'fact', text: k.fact || '' }));
       })));
+    if (items.length > KNOWLEDGE_SHOWN + 2) {
+      box.append(el('button', {
+        type: 'button', class: 'link more', 'data-testid': 'toggle-knowledge',
+        text: all ? 'Show fewer' : 'Show all ' + items.length + ' items',
+        onclick: () => {
+          if (state.expanded.has(kkey)) state.expanded.delete(kkey); else state.expanded.add(kkey);
+          box.replaceWith(renderKnowledge(items, key));
+        },
+      }));
+    }
+    return box;
   }
 
   const evalOf = (k) => (EVALUATIONS.includes(k.evaluation) ? k.evaluation : 'neutral');
@@ -612,10 +648,11 @@
     const paint = () => {
       const open = state.open.has(nkey);
       const kids = state.nodes.get(ref);
-      btn.replaceChildren(el('span', { class: 'caret', text: open ? '▾' : '▸' }),
+      btn.replaceChildren();
+      append(btn, [el('span', { class: 'caret', text: open ? '▾' : '▸' }),
         (open ? 'Hide originals' : 'Open originals') + ' ',
         el('span', { class: 'mono muted', text: ref }),
-        kids ? el('span', { class: 'muted', text: ' · ' + plural(kids.length, 'message') }) : null);
+        kids ? el('span', { class: 'muted', text: ' · ' + plural(kids.length, 'message') }) : null]);
       btn.setAttribute('aria-expanded', String(open));
       box.hidden = !open;
       box.replaceChildren();
@@ -696,12 +733,13 @@
     const shown = state.showAllLog ? log : log.slice(0, STACK_LOG_SHOWN);
     const list = el('ol', { class: 'stack-log', id: 'stack-log', 'data-testid': 'stack-log' },
       shown.map((ev) => el('li', { class: 'stack-event', 'data-testid': 'stack-event', 'data-step': ev.step },
-        el('div', { class: 'event-line' },
-          el('span', { class: 'step mono', text: 'step ' + (ev.step ?? '?') }),
-          (ev.closed || []).map((l) => el('span', { class: 'chip chip-closed', 'data-testid': 'closed', title: 'closed', text: '✓ ' + l })),
-          (ev.opened || []).map((l) => el('span', { class: 'chip chip-opened', 'data-testid': 'opened', title: 'opened', text: '+ ' + l })),
-          !(ev.closed || []).length && !(ev.opened || []).length ? el('span', { class: 'muted small', text: 'no change' }) : null),
-        ev.guidance ? el('div', { class: 'event-guidance', text: ev.guidance }) : null)));
+        el('span', { class: 'step mono', text: 'step ' + (ev.step ?? '?') }),
+        el('div', { class: 'event-body' },
+          el('div', { class: 'event-line' },
+            (ev.closed || []).map((l) => el('span', { class: 'chip chip-closed', 'data-testid': 'closed', title: 'closed', text: '✓ ' + l })),
+            (ev.opened || []).map((l) => el('span', { class: 'chip chip-opened', 'data-testid': 'opened', title: 'opened', text: '+ ' + l })),
+            !(ev.closed || []).length && !(ev.opened || []).length ? el('span', { class: 'muted small', text: 'no change' }) : null),
+          ev.guidance ? el('div', { class: 'event-guidance', text: ev.guidance }) : null))));
     return el('section', { class: 'card', 'aria-label': 'Stack history' },
       el('div', { class: 'card-head' }, el('h2', {}, 'Stack history', el('span', { class: 'count', text: String(log.length) })),
         el('span', { class: 'muted small', text: 'newest first' })),
