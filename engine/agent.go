@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strings"
 
 	"github.com/hippocam/hippocam"
 )
@@ -16,10 +17,31 @@ import (
 //go:embed prompts/agent.txt
 var agentPrompt string
 
+// systemPrompt is the system message of every request: the main model's memory instructions and,
+// with SharedPrompts, the role prompts and answer formats of JANUS, PRECIP and PALIM, so that the
+// auxiliary requests, which share this prefix, end with a short instruction only.
+func (e *Engine) systemPrompt() string { return e.system }
+
+func buildSystemPrompt(shared bool) string {
+	if !shared {
+		return agentPrompt
+	}
+	var b strings.Builder
+	b.WriteString(agentPrompt)
+	b.WriteString("\n\n# Hippocam's maintenance roles\nSome requests in this conversation are not addressed to you as the assistant: their last message starts with \"Request for\" and names one of the roles below. Answer those in that role, with one JSON object following the role's schema, and nothing else. Ignore this section otherwise.\n")
+	for _, r := range []struct {
+		name, prompt string
+		tool         hippocam.Tool
+	}{{"JANUS", janusPrompt, JanusToolSpec}, {"PRECIP", precipPrompt, PrecipToolSpec}, {"PALIM", palimPrompt, PalimToolSpec}} {
+		fmt.Fprintf(&b, "\n## Role %s\n%s\nSchema of the answer: %s\n", r.name, strings.TrimSpace(r.prompt), r.tool.Parameters)
+	}
+	return b.String()
+}
+
 // agentFrame is what a main-model request adds to the context: the memory instructions and the
 // tool schemas.
 func (e *Engine) agentFrame(tools []hippocam.Tool, withRecall bool) int {
-	sys := []hippocam.Message{{Role: hippocam.RoleSystem, Content: agentPrompt}}
+	sys := []hippocam.Message{{Role: hippocam.RoleSystem, Content: e.systemPrompt()}}
 	if withRecall {
 		tools = append(append([]hippocam.Tool(nil), tools...), RecallToolSpec)
 	}
@@ -29,7 +51,7 @@ func (e *Engine) agentFrame(tools []hippocam.Tool, withRecall bool) int {
 // agentRequest builds the main-model request over the current context.
 func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 	msgs := make([]hippocam.Message, 0, len(st.s.Context)+1)
-	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: agentPrompt})
+	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
 	msgs = append(msgs, st.s.Context...)
 	tools := append([]hippocam.Tool(nil), st.in.Tools...)
 	choice := st.in.ToolChoice

@@ -42,7 +42,15 @@ type Config struct {
 	RecallLimit int
 	// Prices prices every call (default: seed 000 §A.9).
 	Prices hippocam.Prices
+	// SharedPrompts puts the role prompts of JANUS, PRECIP and PALIM into the system message that
+	// every request shares, so that a provider's prompt cache serves them; their requests then
+	// end with a short instruction only. It costs about 1,900 tokens of every request's window,
+	// so ForWindow turns it on from W = SharedPromptsFrom tokens.
+	SharedPrompts bool
 }
+
+// SharedPromptsFrom is the smallest window for which ForWindow shares the role prompts.
+const SharedPromptsFrom = 16000
 
 // Paper defaults (Table 5) and the engine's own.
 const (
@@ -80,6 +88,7 @@ func ForWindow(w int) Config {
 		Corrections:   DefaultCorrections,
 		RecallLimit:   DefaultRecallLimit,
 		Prices:        hippocam.DefaultPrices,
+		SharedPrompts: w >= SharedPromptsFrom,
 	}
 }
 

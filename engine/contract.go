@@ -134,10 +134,22 @@ const (
 	LeftOutMarker = "left out"
 )
 
-// Every JANUS, PRECIP and PALIM request has the same shape: the component's system prompt, then
-// the material (conversation, closed span or prefix) as ordinary messages, then exactly one final
-// user message with the engine's instruction. Corrections and concise-version requests are part
-// of that final message, never extra messages, so the material always ends one message before it.
+// Every JANUS, PRECIP and PALIM request has the same shape: the main model's own request prefix
+// (its system message with the memory instructions, the context up to the end of the material,
+// the same tools), then exactly one final user message holding the component's role prompt and
+// the engine's instruction. Sharing the main model's prefix lets a provider's prompt cache serve
+// the auxiliary calls (seed 000 §A.9); the tools are offered with tool_choice "none", and the
+// component answers with one JSON object in its text (a call of its contract tool is accepted
+// too). Corrections and concise-version requests are part of the final message, never extra
+// messages, so the material always ends one message before it. For PRECIP and PALIM the material
+// is only the last messages of that prefix: the instruction's line SpanPrefix says how many.
+
+// SpanPrefix starts the instruction line "Span: the last N messages above." that tells PRECIP and
+// PALIM which messages of their request are the span to consolidate.
+const SpanPrefix = "Span: the last "
+
+// SpanLine is the instruction line naming the last n messages as the span.
+func SpanLine(n int) string { return fmt.Sprintf("%s%d messages above.", SpanPrefix, n) }
 
 // ClosingPrefix starts the line of PRECIP's instruction that names the intents being closed,
 // innermost first, separated by ChainSeparator.

@@ -25,10 +25,11 @@ import (
 
 // Engine runs steps. It is safe for concurrent use on different sessions.
 type Engine struct {
-	cfg   Config
-	model hippocam.Model
-	tok   hippocam.Tokenizer
-	log   *slog.Logger
+	cfg    Config
+	system string // the system message of every request (systemPrompt)
+	model  hippocam.Model
+	tok    hippocam.Tokenizer
+	log    *slog.Logger
 }
 
 // New returns an engine. EINVALID if the configuration is out of range.
@@ -39,7 +40,7 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, model: model, tok: tok, log: log}, nil
+	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts)}, nil
 }
 
 // Config returns the engine's configuration.

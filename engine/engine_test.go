@@ -253,7 +253,7 @@ func (s *scripted) Complete(ctx context.Context, req *hippocam.Request) (*hippoc
 // and the step ends with an answer.
 func TestRecallWithSiblingCalls(t *testing.T) {
 	m := &scripted{inner: mustSim(t)}
-	c := newConversation(t, mustEngine(t, engine.ForWindow(4000), m))
+	c := newConversation(t, mustEngine(t, engine.ForWindow(5000), m))
 	c.mustUser("#open Collect | all collected\n!say start")
 	for i := 0; i < 60; i++ {
 		c.mustUser(fmt.Sprintf("!say item %d of the collection, with a few more words to fill the line", i))
@@ -275,7 +275,7 @@ func TestRecallWithSiblingCalls(t *testing.T) {
 	m.armed = true
 	m.script = []hippocam.Message{{Role: hippocam.RoleAssistant, ToolCalls: calls}, {Role: hippocam.RoleAssistant, Content: "done"}}
 	res := c.mustUser("what did I collect?")
-	if res.Answer.Content != "done" || res.MaxRequestTokens > 4000 {
+	if res.Answer.Content != "done" || res.MaxRequestTokens > 5000 {
 		t.Fatalf("answer %q, max request %d", res.Answer.Content, res.MaxRequestTokens)
 	}
 	c.checkLossless()

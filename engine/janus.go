@@ -27,7 +27,7 @@ func janusInstruction(stack hippocam.IntentStack) string {
 	for i, in := range stack {
 		fmt.Fprintf(&b, "%s- %s (done when: %s)\n", strings.Repeat("  ", i), in.Label, in.Done)
 	}
-	b.WriteString("Call " + JanusTool + " with your decision.")
+	b.WriteString("Decide: close, open, or skip.")
 	return b.String()
 }
 
@@ -40,7 +40,7 @@ func (st *step) janus(ctx context.Context) ([]hippocam.Intent, string, error) {
 	var next hippocam.IntentStack
 	var closed []hippocam.Intent
 	var ops hippocam.StackOps
-	err := st.contractCall(ctx, hippocam.CallJanus, janusPrompt, st.s.Context, janusInstruction(st.s.Stack), JanusToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallJanus, janusPrompt, len(st.s.Context), janusInstruction(st.s.Stack), JanusToolSpec, func(args string) error {
 		var out JanusOutput
 		if err := decodeArgs(args, &out); err != nil {
 			return err

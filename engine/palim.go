@@ -15,17 +15,17 @@ import (
 //go:embed prompts/palim.txt
 var palimPrompt string
 
-const palimInstruction = "Consolidate every message above into memory: a narrative of what I did and came to, and the knowledge worth keeping, one fact per item with its evaluation. Call " + PalimTool + "."
+const palimInstruction = "Consolidate those messages into memory: a narrative of what I did and came to, and the knowledge worth keeping, one fact per item with its evaluation."
 
 // palim asks PALIM for the memory of span (size tokens) and renders it as a prefix memory with a
 // fresh ref. While the memory saves less than Δmin it asks for a more concise version, up to J
 // times, and returns the last version (fold decides whether it is good enough).
-func (st *step) palim(ctx context.Context, span []hippocam.Message, size int) (hippocam.Message, error) {
-	instruction := palimInstruction
+func (st *step) palim(ctx context.Context, lo, hi, size int) (hippocam.Message, error) {
+	instruction := SpanLine(hi-lo) + "\n" + palimInstruction
 	var memory hippocam.Message
 	for try := 0; try <= st.e.cfg.ConciseTries; try++ {
 		var out PalimOutput
-		err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, span, instruction, PalimToolSpec, func(args string) error {
+		err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, hi, instruction, PalimToolSpec, func(args string) error {
 			out = PalimOutput{}
 			if err := decodeArgs(args, &out); err != nil {
 				return err
@@ -40,8 +40,8 @@ func (st *step) palim(ctx context.Context, span []hippocam.Message, size int) (h
 		if saving >= st.e.cfg.MinSaving {
 			return memory, nil
 		}
-		instruction = fmt.Sprintf("%s\n\n%s: the memory must be at least %d tokens shorter than the %d tokens it replaces, and yours saves %d. Shorten the narrative first; keep every knowledge item's particulars.",
-			palimInstruction, ConciseMarker, st.e.cfg.MinSaving, size, saving)
+		instruction = fmt.Sprintf("%s\n%s\n\n%s: the memory must be at least %d tokens shorter than the %d tokens it replaces, and yours saves %d. Shorten the narrative first; keep every knowledge item's particulars.",
+			SpanLine(hi-lo), palimInstruction, ConciseMarker, st.e.cfg.MinSaving, size, saving)
 	}
 	return memory, nil
 }

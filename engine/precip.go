@@ -52,7 +52,7 @@ func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent,
 			st.e.log.Warn("closed intent has no span to consolidate", "intent", outer.Label)
 			continue
 		}
-		memory, err := st.precip(ctx, st.s.Context[lo:hi], chain, g.closing)
+		memory, err := st.precip(ctx, lo, hi, chain, g.closing)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -107,22 +107,22 @@ func (st *step) onlyGuidanceAdded(inner, outer hippocam.Intent) bool {
 }
 
 // precip asks PRECIP for the memory of span and renders it as an intent memory with a fresh ref.
-func (st *step) precip(ctx context.Context, span []hippocam.Message, chain []string, closing []hippocam.Intent) (hippocam.Message, error) {
+func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing []hippocam.Intent) (hippocam.Message, error) {
 	labels := make([]string, len(closing))
 	for i, c := range closing {
 		labels[i] = c.Label
 	}
 	var b strings.Builder
-	b.WriteString("The work above served the intent chain below, and its innermost part has just closed. Write the memory that will replace these messages.\n")
+	b.WriteString(SpanLine(hi-lo) + "\n")
+	b.WriteString("That work served the intent chain below, and its innermost part has just closed. Write the memory that will replace those messages.\n")
 	b.WriteString(ChainPrefix + strings.Join(chain, ChainSeparator) + "\n")
 	b.WriteString(ClosingPrefix + strings.Join(labels, ChainSeparator) + "\n")
 	for _, c := range closing {
 		fmt.Fprintf(&b, "Exit condition of %q: %s\n", c.Label, c.Done)
 	}
-	b.WriteString("Call " + PrecipTool + ".")
-	limit := tokens(span) + 256
+	limit := tokens(st.s.Context[lo:hi]) + 256
 	var out PrecipOutput
-	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, span, b.String(), PrecipToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, hi, b.String(), PrecipToolSpec, func(args string) error {
 		out = PrecipOutput{}
 		if err := decodeArgs(args, &out); err != nil {
 			return err

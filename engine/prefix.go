@@ -121,8 +121,8 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	lo, hi = wholeExchanges(st.s.Context, lo, hi)
 	// PALIM's request must fit the window with room for its answer: fold the oldest part that
 	// does, and leave the rest to a later fold.
-	limit := st.e.cfg.Window - st.e.componentFrame(palimPrompt, PalimToolSpec) - componentAnswerRoom(st.e.cfg.Window)
-	for hi > lo && tokens(st.s.Context[lo:hi]) > limit {
+	limit := st.e.cfg.Window - st.e.componentFrame(palimPrompt, PalimToolSpec, st.in.Tools) - componentAnswerRoom(st.e.cfg.Window)
+	for hi > lo && tokens(st.s.Context[:hi]) > limit {
 		lo, hi = wholeExchanges(st.s.Context, lo, hi-1)
 	}
 	if lo >= hi {
@@ -132,9 +132,8 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if st.failedFolds[key] {
 		return nil // this very span already failed in this step
 	}
-	span := st.s.Context[lo:hi]
-	size := tokens(span)
-	memory, err := st.palim(ctx, span, size)
+	size := tokens(st.s.Context[lo:hi])
+	memory, err := st.palim(ctx, lo, hi, size)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

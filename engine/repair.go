@@ -19,23 +19,30 @@ func (e *errGaveUp) Error() string {
 	return fmt.Sprintf("%s: output broke the contract after every correction: %s", e.role, e.last)
 }
 
-// contractCall asks a component for one structured answer. The request is the component's system
-// prompt, the material, and one final instruction message. The answer must be a call of tool;
-// accept decodes and validates its arguments. When accept fails, the call is repeated with the
-// instruction extended by the validation error and the rejected answer, at most Corrections
-// times; after that, errGaveUp. Errors of the model itself are returned as they are.
-func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, system string, material []hippocam.Message, instruction string, tool hippocam.Tool, accept func(args string) error) error {
-	msgs := make([]hippocam.Message, 0, len(material)+2)
-	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: system})
-	msgs = append(msgs, material...)
+// contractCall asks a component for one structured answer. The request shares the main model's
+// prefix (contract.go): its system message and tools, the context up to end, then one final
+// message with the component's role prompt and the instruction. The answer must be one JSON
+// object (or a call of tool); accept decodes and validates it. When accept fails, the call is
+// repeated with the instruction extended by the validation error and the rejected answer, at most
+// Corrections times; after that, errGaveUp. Errors of the model itself are returned as they are,
+// and a request that would not fit the window is not sent.
+func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, end int, instruction string, tool hippocam.Tool, accept func(args string) error) error {
+	prefix := st.agentRequest(true)
+	msgs := append(prefix.Messages[:1:1], st.s.Context[:end]...)
+	head := rolePrompt + "\n\n---\n\n"
+	format := "\n\nAnswer with one JSON object and nothing else, following this JSON Schema:\n" + string(tool.Parameters)
+	if st.e.cfg.SharedPrompts {
+		head = "Request for " + roleName(role) + " (see its role in the system message).\n\n"
+		format = "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
+	}
 	text := instruction
 	var problem string
 	for attempt := 0; attempt <= st.e.cfg.Corrections; attempt++ {
 		req := &hippocam.Request{
 			Role:       role,
-			Messages:   append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: text}),
-			Tools:      []hippocam.Tool{tool},
-			ToolChoice: tool.Name,
+			Messages:   append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format}),
+			Tools:      prefix.Tools,
+			ToolChoice: "none",
 		}
 		w := st.e.cfg.Window
 		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+componentAnswerRoom(w) > w {
@@ -52,33 +59,61 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, system
 				break
 			}
 		}
-		answer := args
 		if !found {
-			problem = fmt.Sprintf("the answer did not call %s", tool.Name)
-			answer = resp.Message.Content
+			args, found = jsonObject(resp.Message.Content)
+		}
+		if !found {
+			problem = "the answer holds no JSON object"
 		} else if err := accept(args); err != nil {
 			problem = err.Error()
 		} else {
 			return nil
 		}
+		answer := args
+		if !found {
+			answer = resp.Message.Content
+		}
 		st.e.log.Warn("component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
 		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
 			"\nIt was: " + clip(answer, 1000) +
-			"\nCall " + tool.Name + " again with a corrected answer."
+			"\nAnswer again, correctly."
 	}
 	return &errGaveUp{role: role, last: problem}
+}
+
+// roleName is how the system message names a component role.
+func roleName(role hippocam.CallRole) string { return strings.ToUpper(string(role)) }
+
+// jsonObject finds the JSON object in a text answer: the whole text, or what a ```json fence
+// holds, or the span from the first "{" to the last "}".
+func jsonObject(text string) (string, bool) {
+	s := strings.TrimSpace(text)
+	if i := strings.Index(s, "```"); i >= 0 {
+		rest := s[i+3:]
+		rest = strings.TrimPrefix(rest, "json")
+		if j := strings.Index(rest, "```"); j >= 0 {
+			s = strings.TrimSpace(rest[:j])
+		}
+	}
+	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
+	if i < 0 || j < i {
+		return "", false
+	}
+	return s[i : j+1], true
 }
 
 // componentAnswerRoom is the room a JANUS, PRECIP or PALIM request keeps for the answer: an
 // eighth of the window, at most 4,096 tokens.
 func componentAnswerRoom(window int) int { return min(window/8, 4096) }
 
-// componentFrame is what a component request adds to its material: the prompt, the tool and an
-// instruction of typical length.
-func (e *Engine) componentFrame(prompt string, tool hippocam.Tool) int {
-	const instructionRoom = 200
-	sys := []hippocam.Message{{Role: hippocam.RoleSystem, Content: prompt}}
-	return hippocam.RequestTokens(e.tok, sys, []hippocam.Tool{tool}) + instructionRoom
+// componentFrame is what a component request adds to the context it shares: the main model's
+// frame, the role prompt, the answer format and an instruction of typical length.
+func (e *Engine) componentFrame(prompt string, tool hippocam.Tool, tools []hippocam.Tool) int {
+	const instructionRoom = 300
+	if e.cfg.SharedPrompts {
+		return e.agentFrame(tools, true) + instructionRoom
+	}
+	return e.agentFrame(tools, true) + e.tok.Count(prompt) + e.tok.Count(string(tool.Parameters)) + instructionRoom
 }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -41,6 +41,16 @@ func callAnswer(tool string, args any) (answer, error) {
 	return answer{calls: []hippocam.ToolCall{{Name: tool, Arguments: strings.TrimSpace(b.String())}}}, nil
 }
 
+// contractAnswer answers in the form the request allows: a call of the contract's tool when the
+// request offers it (and does not forbid tool calls), else the same JSON object as the text.
+func contractAnswer(r *request, tool string, args any) (answer, error) {
+	a, err := callAnswer(tool, args)
+	if err != nil || (r.offers(tool) && !r.noTools) {
+		return a, err
+	}
+	return answer{content: a.calls[0].Arguments}, nil
+}
+
 // janus emits exactly the #close and #open lines of the messages that arrived after the last
 // assistant message (or consolidated memory, which stands for answered work) of the material, valid or not; with none it skips. Asked again with the same
 // material (a correction changes only the instruction) it gives the same answer.
@@ -71,7 +81,7 @@ func janus(r *request) (answer, error) {
 		}
 	}
 	out.Guidance = janusGuidance(&out)
-	return callAnswer(engine.JanusTool, out)
+	return contractAnswer(r, engine.JanusTool, out)
 }
 
 // janusGuidance says in the first person what ended, what comes next and when it is done. A
@@ -127,7 +137,7 @@ func precip(r *request) (answer, error) {
 			memory = append(memory, impressionText(key))
 		}
 	}
-	return callAnswer(engine.PrecipTool, engine.PrecipOutput{Memory: strings.Join(memory, "\n")})
+	return contractAnswer(r, engine.PrecipTool, engine.PrecipOutput{Memory: strings.Join(memory, "\n")})
 }
 
 // closingLabels reads the labels of the intents being closed, innermost first, from the line of
@@ -221,7 +231,7 @@ func palim(r *request) (answer, error) {
 	if strings.Contains(instruction, engine.ConciseMarker) && len(items) > 0 {
 		out.Narrative = ""
 	}
-	return callAnswer(engine.PalimTool, out)
+	return contractAnswer(r, engine.PalimTool, out)
 }
 
 // runLine is the narrative line for n messages that no memory covers.

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hippocam/hippocam"
@@ -12,6 +13,8 @@ import (
 type request struct {
 	msgs  []hippocam.Message
 	tools []hippocam.Tool
+	// noTools is set when the request forbids tool calls (tool_choice "none").
+	noTools bool
 	// recallCall marks assistant messages that call the recall tool. The engine treats such a
 	// message as a step in a recall exchange, not as an answer, and so does the simulation.
 	recallCall []bool
@@ -92,7 +95,24 @@ func (r *request) frame(role hippocam.CallRole) (lo, hi int, instruction string,
 	for lo < n-1 && r.msgs[lo].Role == hippocam.RoleSystem {
 		lo++
 	}
-	return lo, n - 1, r.msgs[n-1].Content, nil
+	instruction = r.msgs[n-1].Content
+	if span := spanLength(instruction); span > 0 && n-1-span > lo {
+		lo = n - 1 - span // the material is the last messages of the shared prefix
+	}
+	return lo, n - 1, instruction, nil
+}
+
+// spanLength reads "Span: the last N messages above." from an instruction (engine.SpanLine), or 0.
+func spanLength(instruction string) int {
+	for _, s := range strings.Split(instruction, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(s), engine.SpanPrefix); ok {
+			var n int
+			if _, err := fmt.Sscanf(rest, "%d", &n); err == nil && n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // answered reports whether message i closes the stretch of answered messages: an answer (an

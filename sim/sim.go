@@ -65,6 +65,7 @@ func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.C
 		return nil, err
 	}
 	r := newRequest(msgs, tools)
+	r.noTools = string(req.ToolChoice) == `"none"`
 	var a answer
 	switch role {
 	case hippocam.CallJanus:
