@@ -456,3 +456,12 @@ func TestConcurrentSessions(t *testing.T) {
 		})
 	}
 }
+
+// GET /v1/models passes through to the upstream.
+func TestModelsPassThrough(t *testing.T) {
+	s := newServer(t, 8000, nil)
+	r := s.do(t, "GET", "/v1/models", "", "", nil)
+	if r.status != 200 || !bytes.Contains(r.body, []byte("hippocam-sim")) {
+		t.Fatalf("models: %d %s", r.status, r.body)
+	}
+}
