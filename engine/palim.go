@@ -72,3 +72,7 @@ func (st *step) prefixMemory(out *PalimOutput) hippocam.Message {
 	m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
 	return m
 }
+
+// PalimPrompt returns PALIM's role prompt, for tools that want the same summarizer text (the
+// flat-summary baseline of the benchmarks).
+func PalimPrompt() string { return palimPrompt }
