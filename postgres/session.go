@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -15,31 +15,22 @@ import (
 // already set) and s.UpdatedAt. Times are kept in UTC to the microsecond. EINVALID for an empty
 // id or a non-empty context (messages enter through Commit); ECONFLICT if the session exists.
 func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
-	if s == nil || s.ID == "" {
-		return hippocam.Errorf(hippocam.EINVALID, "a session needs an id")
-	}
-	if len(s.Context) > 0 {
-		return hippocam.Errorf(hippocam.EINVALID, "a new session's context must be empty; append messages with a commit")
-	}
-	snap, err := encodeSnapshot(s)
+	snap, err := sqlstore.EncodeNewSession[[]byte](s)
 	if err != nil {
 		return err
 	}
 	now := db.now()
-	created := s.CreatedAt.UTC().Truncate(time.Microsecond)
-	if s.CreatedAt.IsZero() {
-		created = now
-	}
+	created := sqlstore.CreatedAt(s, now)
 	tag, err := db.pool.Exec(ctx, `INSERT INTO sessions
 		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, depth, messages, created_at, updated_at)
 		VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12) ON CONFLICT DO NOTHING`,
-		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
+		s.Tenant, s.ID, s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
 		created, now)
 	if err != nil {
 		return fmt.Errorf("postgres: create session: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return hippocam.Errorf(hippocam.ECONFLICT, "session %q exists", s.ID)
+		return sqlstore.SessionExists(s.ID)
 	}
 	s.Version, s.CreatedAt, s.UpdatedAt = 0, created, now
 	return nil
@@ -51,20 +42,20 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 	var s *hippocam.Session
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		s = &hippocam.Session{Tenant: tenant, ID: id}
-		var snap snapshot
+		var snap sqlstore.Snapshot[[]byte]
 		err := tx.QueryRow(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, transcript, created_at, updated_at
 			FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).
-			Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &snap.transcript, &s.CreatedAt, &s.UpdatedAt)
+			Scan(&s.Version, &s.Seq, &snap.Stack, &snap.StackLog, &snap.Rounds, &snap.Usage, &snap.Consolidations, &snap.Transcript, &s.CreatedAt, &s.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(id)
+			return sqlstore.SessionNotFound(id)
 		} else if err != nil {
 			return err
 		}
-		if err := snap.decode(s); err != nil {
+		if err := snap.Decode(s); err != nil {
 			return err
 		}
 		s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
-		s.Context, err = queryMessages(ctx, tx, `SELECT `+messageColumns+` FROM messages
+		s.Context, err = queryMessages(ctx, tx, `SELECT `+sqlstore.MessageColumns+` FROM messages
 			WHERE tenant = $1 AND session_id = $2 AND parent = '' ORDER BY pos`, tenant, id)
 		return err
 	})
@@ -111,57 +102,7 @@ func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
 		return fmt.Errorf("postgres: delete session: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return notFound(id)
-	}
-	return nil
-}
-
-func notFound(id string) error {
-	return hippocam.Errorf(hippocam.ENOTFOUND, "no session %q", id)
-}
-
-// snapshot holds a session's snapshot fields as the JSON of their columns.
-type snapshot struct {
-	stack, stackLog, rounds, usage, consolidations, transcript []byte
-}
-
-func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
-	var snap snapshot
-	for _, f := range []struct {
-		dst *[]byte
-		v   any
-	}{
-		{&snap.stack, s.Stack},
-		{&snap.stackLog, s.StackLog},
-		{&snap.rounds, s.Rounds},
-		{&snap.usage, s.Usage},
-		{&snap.consolidations, s.Consolidations},
-		{&snap.transcript, s.Transcript},
-	} {
-		b, err := json.Marshal(f.v)
-		if err != nil {
-			return snap, hippocam.Errorf(hippocam.EINVALID, "session %q: %v", s.ID, err)
-		}
-		*f.dst = b
-	}
-	return snap, nil
-}
-
-func (snap snapshot) decode(s *hippocam.Session) error {
-	for _, f := range []struct {
-		src []byte
-		v   any
-	}{
-		{snap.stack, &s.Stack},
-		{snap.stackLog, &s.StackLog},
-		{snap.rounds, &s.Rounds},
-		{snap.usage, &s.Usage},
-		{snap.consolidations, &s.Consolidations},
-		{snap.transcript, &s.Transcript},
-	} {
-		if err := json.Unmarshal(f.src, f.v); err != nil {
-			return err
-		}
+		return sqlstore.SessionNotFound(id)
 	}
 	return nil
 }

@@ -8,21 +8,19 @@ import (
 	"fmt"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sqlstore"
 )
 
 // Commit applies ch to the stored session and stores s's snapshot fields, in one transaction;
 // on success it sets s.Version to ch.From+1 and s.UpdatedAt. ECONFLICT if the stored version is
 // not ch.From; ENOTFOUND if the session is gone; EINVALID if an op is malformed or names a
-// message that is not in the context. A failed commit changes nothing.
-//
-// Appends take the context position after the last one. A replace puts the memory at the
-// position of the span's first message and renumbers the span 0..n-1 beneath the memory's ref;
-// the rest of the context keeps its positions, so context positions have gaps.
+// message that is not in the context. A failed commit changes nothing. Ops are applied by
+// sqlstore.Apply, which says where appended and folded messages go.
 func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Change) error {
 	if s == nil {
 		return hippocam.Errorf(hippocam.EINVALID, "commit: no session")
 	}
-	snap, err := encodeSnapshot(s)
+	snap, err := sqlstore.EncodeSnapshot[string](s)
 	if err != nil {
 		return err
 	}
@@ -32,8 +30,8 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
 			rounds = ?, usage = ?, consolidations = ?, transcript = ?, depth = ?, messages = messages + ?, updated_at = ?
 			WHERE tenant = ? AND id = ? AND version = ?`,
-			s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
-			contextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From)
+			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
+			sqlstore.ContextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From)
 		if err != nil {
 			return err
 		}
@@ -42,13 +40,7 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		} else if n == 0 {
 			return versionError(ctx, tx, s.Tenant, s.ID, ch.From)
 		}
-		c := &change{tx: tx, tenant: s.Tenant, session: s.ID, next: -1}
-		for i, op := range ch.Ops {
-			if err := c.apply(ctx, i, op); err != nil {
-				return err
-			}
-		}
-		return nil
+		return sqlstore.Apply(ctx, &commitTx{tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops)
 	})
 	if err != nil {
 		if hippocam.ErrorCode(err) != hippocam.EINTERNAL {
@@ -60,91 +52,42 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	return nil
 }
 
-// contextGrowth is how many messages ops add to the context, if they are valid.
-func contextGrowth(ops []hippocam.Op) int {
-	n := 0
-	for _, op := range ops {
-		if op.Append != nil {
-			n++
-		} else {
-			n += 1 - len(op.Span)
-		}
-	}
-	return n
-}
-
 // versionError tells a session that is gone (ENOTFOUND) from one at another version (ECONFLICT).
 func versionError(ctx context.Context, tx *sql.Tx, tenant, id string, from int64) error {
 	var version int64
 	err := tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE tenant = ? AND id = ?`, tenant, id).Scan(&version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(id)
+		return sqlstore.SessionNotFound(id)
 	} else if err != nil {
 		return err
 	}
-	return hippocam.Errorf(hippocam.ECONFLICT, "session %q is at version %d, not %d", id, version, from)
+	return sqlstore.VersionConflict(id, version, from)
 }
 
-// change applies the ops of one commit inside its transaction.
-type change struct {
+// commitTx is sqlstore.Tx in SQLite: one commit's statements against one session's messages.
+type commitTx struct {
 	tx              *sql.Tx
 	tenant, session string
-	next            int64 // the next append's context position; -1 until read
 }
 
-// apply checks op i against the context as the earlier ops left it, and applies it.
-func (c *change) apply(ctx context.Context, i int, op hippocam.Op) error {
-	switch {
-	case op.Append != nil && (op.Memory != nil || len(op.Span) > 0):
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: an op either appends or replaces, not both", i)
-	case op.Append != nil:
-		return c.append(ctx, i, op.Append)
-	case op.Memory == nil && len(op.Span) == 0:
-		return hippocam.Errorf(hippocam.EINVALID, "op %d is empty", i)
-	}
-	return c.replace(ctx, i, op.Span, op.Memory)
-}
-
-func (c *change) append(ctx context.Context, i int, m *hippocam.Message) error {
-	switch {
-	case m.ID == "":
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: append: the message has no id", i)
-	case m.Ref != "":
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: append %s: a message with a ref enters the context only by a replace", i, m.ID)
-	}
-	if c.next < 0 {
-		if err := c.readNext(ctx); err != nil {
-			return err
-		}
-	}
-	if ok, err := c.insert(ctx, m, "", c.next); err != nil {
-		return err
-	} else if !ok {
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: append %s: the session already has a message with this id", i, m.ID)
-	}
-	c.next++
-	return nil
-}
-
-// readNext sets c.next to the position after the context's last message. (ORDER BY … LIMIT 1
-// rather than MAX, which the planner may answer by scanning the whole context.)
-func (c *change) readNext(ctx context.Context) error {
+// ContextEnd orders by position and takes the last rather than asking for MAX, which the
+// planner may answer by scanning the whole context.
+func (c *commitTx) ContextEnd(ctx context.Context) (int64, error) {
+	var next int64
 	err := c.tx.QueryRowContext(ctx, `SELECT pos + 1 FROM messages WHERE tenant = ? AND session_id = ? AND parent = ''
-		ORDER BY pos DESC LIMIT 1`, c.tenant, c.session).Scan(&c.next)
+		ORDER BY pos DESC LIMIT 1`, c.tenant, c.session).Scan(&next)
 	if errors.Is(err, sql.ErrNoRows) {
-		c.next = 0
-		return nil
+		return 0, nil
 	}
-	return err
+	return next, err
 }
 
-// insert stores m at pos beneath parent, unless the session has a message with m's id.
-func (c *change) insert(ctx context.Context, m *hippocam.Message, parent string, pos int64) (bool, error) {
-	args, err := messageArgs(m)
+func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent string, pos int64) (bool, error) {
+	args, err := sqlstore.MessageArgs[string](m)
 	if err != nil {
-		return false, hippocam.Errorf(hippocam.EINVALID, "message %s: %v", m.ID, err)
+		return false, err
 	}
-	res, err := c.tx.ExecContext(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+messageColumns+`)
+	res, err := c.tx.ExecContext(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+sqlstore.MessageColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, session_id, id) DO NOTHING`,
 		append([]any{c.tenant, c.session, parent, pos}, args...)...)
@@ -155,93 +98,59 @@ func (c *change) insert(ctx context.Context, m *hippocam.Message, parent string,
 	return n == 1, err
 }
 
-func (c *change) replace(ctx context.Context, i int, span []string, mem *hippocam.Message) error {
-	switch {
-	case mem == nil:
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: replace: no memory", i)
-	case len(span) == 0:
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the span is empty", i)
-	case mem.ID == "" || mem.Ref == "":
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the memory needs an id and a ref", i)
-	}
-	var idTaken, refTaken bool
-	err := c.tx.QueryRowContext(ctx, `SELECT
+func (c *commitTx) Taken(ctx context.Context, id, ref string) (idTaken, refTaken bool, err error) {
+	err = c.tx.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND session_id = ?2 AND id = ?3),
 		EXISTS (SELECT 1 FROM messages WHERE tenant = ?1 AND session_id = ?2 AND ref = ?4 AND ref <> '')`,
-		c.tenant, c.session, mem.ID, mem.Ref).Scan(&idTaken, &refTaken)
-	switch {
-	case err != nil:
-		return err
-	case idTaken:
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the session already has a message %s", i, mem.ID)
-	case refTaken:
-		return hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the session already has a ref %s", i, mem.Ref)
-	}
+		c.tenant, c.session, id, ref).Scan(&idTaken, &refTaken)
+	return idTaken, refTaken, err
+}
+
+// Locate looks the whole span up in one query, passing it as a JSON array to json_each.
+func (c *commitTx) Locate(ctx context.Context, span []string, fn func(id string, inContext bool, pos int64) error) error {
 	ids, err := json.Marshal(span)
 	if err != nil {
 		return err
 	}
-	first, err := c.checkSpan(ctx, i, span, string(ids))
+	rows, err := c.tx.QueryContext(ctx, `SELECT j.value, m.parent, m.pos FROM json_each(?1) AS j
+		LEFT JOIN messages AS m ON m.tenant = ?2 AND m.session_id = ?3 AND m.id = j.value
+		ORDER BY j.key`, string(ids), c.tenant, c.session)
 	if err != nil {
 		return err
 	}
-	// Move the span beneath the fresh ref, numbered in span order; their own children follow
-	// them, since those point at the span messages' refs, which do not change.
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var parent sql.NullString
+		var pos sql.NullInt64
+		if err := rows.Scan(&id, &parent, &pos); err != nil {
+			return err
+		}
+		if err := fn(id, parent.Valid && parent.String == "", pos.Int64); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+func (c *commitTx) ContextCount(ctx context.Context, first, last int64) (int, error) {
+	var n int
+	err := c.tx.QueryRowContext(ctx, `SELECT count(*) FROM messages
+		WHERE tenant = ? AND session_id = ? AND parent = '' AND pos BETWEEN ? AND ?`,
+		c.tenant, c.session, first, last).Scan(&n)
+	return n, err
+}
+
+func (c *commitTx) Archive(ctx context.Context, ref string, span []string) error {
 	move, err := c.tx.PrepareContext(ctx, `UPDATE messages SET parent = ?, pos = ? WHERE tenant = ? AND session_id = ? AND id = ?`)
 	if err != nil {
 		return err
 	}
 	defer move.Close()
 	for k, id := range span {
-		if _, err := move.ExecContext(ctx, mem.Ref, k, c.tenant, c.session, id); err != nil {
+		if _, err := move.ExecContext(ctx, ref, k, c.tenant, c.session, id); err != nil {
 			return err
 		}
 	}
-	if _, err := c.insert(ctx, mem, "", first); err != nil {
-		return err
-	}
 	return nil
-}
-
-// checkSpan checks that span names, in order, a run of consecutive context messages, and
-// returns the context position of its first message. ids is span as a JSON array.
-func (c *change) checkSpan(ctx context.Context, i int, span []string, ids string) (int64, error) {
-	rows, err := c.tx.QueryContext(ctx, `SELECT j.value, m.parent, m.pos FROM json_each(?1) AS j
-		LEFT JOIN messages AS m ON m.tenant = ?2 AND m.session_id = ?3 AND m.id = j.value
-		ORDER BY j.key`, ids, c.tenant, c.session)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	var first, last int64 = -1, -1
-	for rows.Next() {
-		var id string
-		var parent sql.NullString
-		var pos sql.NullInt64
-		if err := rows.Scan(&id, &parent, &pos); err != nil {
-			return 0, err
-		}
-		switch {
-		case !parent.Valid || parent.String != "":
-			return 0, hippocam.Errorf(hippocam.EINVALID, "op %d: replace: message %s is not in the context", i, id)
-		case last >= 0 && pos.Int64 <= last:
-			return 0, hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the span is not in context order (at %s)", i, id)
-		case first < 0:
-			first = pos.Int64
-		}
-		last = pos.Int64
-	}
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
-	var n int
-	if err := c.tx.QueryRowContext(ctx, `SELECT count(*) FROM messages
-		WHERE tenant = ? AND session_id = ? AND parent = '' AND pos BETWEEN ? AND ?`,
-		c.tenant, c.session, first, last).Scan(&n); err != nil {
-		return 0, err
-	}
-	if n != len(span) {
-		return 0, hippocam.Errorf(hippocam.EINVALID, "op %d: replace: the span skips %d message(s) of the context", i, n-len(span))
-	}
-	return first, nil
 }

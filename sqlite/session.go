@@ -9,31 +9,23 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sqlstore"
 )
 
 // CreateSession stores s as a new session at version 0 and sets s.Version, s.CreatedAt (unless
 // already set) and s.UpdatedAt. Times are kept in UTC to the microsecond. EINVALID for an empty
 // id or a non-empty context (messages enter through Commit); ECONFLICT if the session exists.
 func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
-	if s == nil || s.ID == "" {
-		return hippocam.Errorf(hippocam.EINVALID, "a session needs an id")
-	}
-	if len(s.Context) > 0 {
-		return hippocam.Errorf(hippocam.EINVALID, "a new session's context must be empty; append messages with a commit")
-	}
-	snap, err := encodeSnapshot(s)
+	snap, err := sqlstore.EncodeNewSession[string](s)
 	if err != nil {
 		return err
 	}
 	now := db.now()
-	created := s.CreatedAt.UTC().Truncate(time.Microsecond)
-	if s.CreatedAt.IsZero() {
-		created = now
-	}
+	created := sqlstore.CreatedAt(s, now)
 	res, err := db.write.ExecContext(ctx, `INSERT INTO sessions
 		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, depth, messages, created_at, updated_at)
 		VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING`,
-		s.Tenant, s.ID, s.Seq, snap.stack, snap.stackLog, snap.rounds, snap.usage, snap.consolidations, snap.transcript, len(s.Stack),
+		s.Tenant, s.ID, s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
 		created.UnixMicro(), now.UnixMicro())
 	if err != nil {
 		return fmt.Errorf("sqlite: create session: %w", err)
@@ -41,7 +33,7 @@ func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("sqlite: create session: %w", err)
 	} else if n == 0 {
-		return hippocam.Errorf(hippocam.ECONFLICT, "session %q exists", s.ID)
+		return sqlstore.SessionExists(s.ID)
 	}
 	s.Version, s.CreatedAt, s.UpdatedAt = 0, created, now
 	return nil
@@ -56,21 +48,21 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 	}
 	defer tx.Rollback()
 	s := &hippocam.Session{Tenant: tenant, ID: id}
-	var snap snapshot
+	var snap sqlstore.Snapshot[string]
 	var created, updated int64
 	err = tx.QueryRowContext(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, transcript, created_at, updated_at
 		FROM sessions WHERE tenant = ? AND id = ?`, tenant, id).
-		Scan(&s.Version, &s.Seq, &snap.stack, &snap.stackLog, &snap.rounds, &snap.usage, &snap.consolidations, &snap.transcript, &created, &updated)
+		Scan(&s.Version, &s.Seq, &snap.Stack, &snap.StackLog, &snap.Rounds, &snap.Usage, &snap.Consolidations, &snap.Transcript, &created, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound(id)
+		return nil, sqlstore.SessionNotFound(id)
 	} else if err != nil {
 		return nil, fmt.Errorf("sqlite: session: %w", err)
 	}
-	if err := snap.decode(s); err != nil {
+	if err := snap.Decode(s); err != nil {
 		return nil, fmt.Errorf("sqlite: session %s: %w", id, err)
 	}
 	s.CreatedAt, s.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
-	if s.Context, err = queryMessages(ctx, tx, `SELECT `+messageColumns+` FROM messages
+	if s.Context, err = queryMessages(ctx, tx, `SELECT `+sqlstore.MessageColumns+` FROM messages
 		WHERE tenant = ? AND session_id = ? AND parent = '' ORDER BY pos`, tenant, id); err != nil {
 		return nil, fmt.Errorf("sqlite: session %s: %w", id, err)
 	}
@@ -114,57 +106,7 @@ func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("sqlite: delete session: %w", err)
 	} else if n == 0 {
-		return notFound(id)
-	}
-	return nil
-}
-
-func notFound(id string) error {
-	return hippocam.Errorf(hippocam.ENOTFOUND, "no session %q", id)
-}
-
-// snapshot holds a session's snapshot fields as the JSON text of their columns.
-type snapshot struct {
-	stack, stackLog, rounds, usage, consolidations, transcript string
-}
-
-func encodeSnapshot(s *hippocam.Session) (snapshot, error) {
-	var snap snapshot
-	for _, f := range []struct {
-		dst *string
-		v   any
-	}{
-		{&snap.stack, s.Stack},
-		{&snap.stackLog, s.StackLog},
-		{&snap.rounds, s.Rounds},
-		{&snap.usage, s.Usage},
-		{&snap.consolidations, s.Consolidations},
-		{&snap.transcript, s.Transcript},
-	} {
-		b, err := json.Marshal(f.v)
-		if err != nil {
-			return snap, hippocam.Errorf(hippocam.EINVALID, "session %q: %v", s.ID, err)
-		}
-		*f.dst = string(b)
-	}
-	return snap, nil
-}
-
-func (snap snapshot) decode(s *hippocam.Session) error {
-	for _, f := range []struct {
-		src string
-		v   any
-	}{
-		{snap.stack, &s.Stack},
-		{snap.stackLog, &s.StackLog},
-		{snap.rounds, &s.Rounds},
-		{snap.usage, &s.Usage},
-		{snap.consolidations, &s.Consolidations},
-		{snap.transcript, &s.Transcript},
-	} {
-		if err := json.Unmarshal([]byte(f.src), f.v); err != nil {
-			return err
-		}
+		return sqlstore.SessionNotFound(id)
 	}
 	return nil
 }

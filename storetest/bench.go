@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam"
 )
@@ -79,4 +80,38 @@ func fold(s *hippocam.Session, rng *rand.Rand, ids []string, refs *[]string) ([]
 func benchMessage(s *hippocam.Session) hippocam.Message {
 	return hippocam.Message{ID: s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: "call",
 		Content: benchContent, Tokens: 100}
+}
+
+// BenchRecall measures Children (RECALL) of a random ref in a session of st whose archive holds
+// 100,000 messages beneath three levels of memories. It reports the children read per op.
+func BenchRecall(b *testing.B, st hippocam.Store) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := time.Now()
+	refs := BuildArchive(b, st, rng, "acme", "s1", 100_000)
+	b.Logf("built %d archive nodes in %v", len(refs), time.Since(t0).Round(time.Millisecond))
+	children := 0
+	for b.Loop() {
+		kids, err := st.Children(b.Context(), "acme", "s1", refs[rng.IntN(len(refs))])
+		if err != nil {
+			b.Fatal(err)
+		}
+		children += len(kids)
+	}
+	b.ReportMetric(float64(children)/float64(b.N), "children/op")
+}
+
+// BenchCommitAppend measures one commit that appends one message to a session of st with
+// 10,000 messages in its context.
+func BenchCommitAppend(b *testing.B, st hippocam.Store) {
+	b.Helper()
+	s := BuildContext(b, st, "acme", "s1", 10_000)
+	i := 0
+	for b.Loop() {
+		i++
+		m := hippocam.Message{ID: fmt.Sprintf("x%d", i), Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: "one more", Tokens: 3}
+		if err := st.Commit(b.Context(), s, hippocam.Change{From: s.Version, Ops: []hippocam.Op{hippocam.AppendOp(m)}}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

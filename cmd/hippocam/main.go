@@ -37,6 +37,10 @@ Usage:
         the same, offline: the simulated model upstream and a bundled scenario replayed into it
   hippocam sim --addr HOST:PORT
         serve the simulated OpenAI-compatible model
+  hippocam bench context [--quick] [--json] [--out DIR] [--context-window N] [--seed N]
+        compare Hippocam with the baseline context policies on generated workloads, offline
+  hippocam bench overhead [--json]
+        the proxy's added latency and throughput, and RECALL latency on the stores
   hippocam version
 
 Run 'hippocam COMMAND -h' for a command's flags.
@@ -57,6 +61,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = &ServeCommand{Stdout: stdout, Stderr: stderr}
 	case "sim":
 		cmd = &SimCommand{Stdout: stdout, Stderr: stderr}
+	case "bench":
+		cmd = &BenchCommand{Stdout: stdout, Stderr: stderr}
 	case "version":
 		fmt.Fprintln(stdout, "hippocam", Version)
 		return 0

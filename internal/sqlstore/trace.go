@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"encoding/json"
@@ -6,10 +6,10 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// traceRecord is how a message inside a Trace is stored. Message's own JSON would not read back
-// identical: it drops empty slices (omitempty) and compacts and HTML-escapes Extra. Here nil and
-// empty slices stay apart and Extra is kept verbatim as a string. Strings must be valid UTF-8,
-// as everything that came in through JSON is.
+// traceRecord is the stored form of one message of a Trace. Encoding Message itself would not
+// round-trip: its JSON leaves out empty slices (omitempty) and compacts and HTML-escapes Extra.
+// Pointers to slices keep nil and empty apart, and Extra travels as a string, byte for byte.
+// Strings must be valid UTF-8, which anything that arrived as JSON is.
 type traceRecord struct {
 	ID         string                    `json:"id"`
 	Role       hippocam.Role             `json:"role"`
@@ -24,11 +24,14 @@ type traceRecord struct {
 	Extra      *string                   `json:"extra,omitempty"`
 }
 
-func encodeTrace(trace []hippocam.Message) ([]byte, error) {
+// EncodeTrace returns the JSON a message's Trace is stored as; DecodeTrace reads it back
+// identical, nested traces included.
+func EncodeTrace(trace []hippocam.Message) ([]byte, error) {
 	return json.Marshal(toRecords(trace))
 }
 
-func decodeTrace(b []byte) ([]hippocam.Message, error) {
+// DecodeTrace reads a Trace stored by EncodeTrace.
+func DecodeTrace(b []byte) ([]hippocam.Message, error) {
 	var recs []traceRecord
 	if err := json.Unmarshal(b, &recs); err != nil {
 		return nil, err

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/postgres"
+	"github.com/hippocam/hippocam/sqlite"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestRunOverhead runs every stage at a tiny size and checks that each produced sane figures.
+// With HIPPOCAM_TEST_POSTGRES set, the Postgres RECALL row is measured too.
+func TestRunOverhead(t *testing.T) {
+	dsn := os.Getenv("HIPPOCAM_TEST_POSTGRES")
+	stages := map[string]bool{}
+	var inside atomic.Int32
+	cfg := OverheadConfig{Sizes: []int{50}, Samples: 10, Concurrency: 4, SessionRequests: 5, RecallArchived: 5000,
+		PostgresDSN: dsn, Progress: func(stage string, done, total int) {
+			if inside.Add(1) != 1 {
+				t.Error("Progress was called concurrently")
+			}
+			defer inside.Add(-1)
+			if done < 1 || done > total {
+				t.Errorf("stage %q: done %d of %d", stage, done, total)
+			}
+			stages[stage] = true
+		}}
+	rep, err := RunOverhead(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sane := func(what string, p50, p99 float64) {
+		t.Helper()
+		if !(p50 > 0 && p99 >= p50) {
+			t.Errorf("%s: p50 %v ms, p99 %v ms", what, p50, p99)
+		}
+	}
+	if len(rep.Proxy) != 1 {
+		t.Fatalf("%d proxy rows, want 1", len(rep.Proxy))
+	}
+	p := rep.Proxy[0]
+	if p.SessionMessages != 50 || p.Samples != 10 {
+		t.Errorf("proxy row for %d messages, %d samples; want 50 and 10", p.SessionMessages, p.Samples)
+	}
+	sane("proxy", p.P50Ms, p.P99Ms)
+	sane("bare proxy", p.BareP50Ms, p.BareP99Ms)
+	if p.UpstreamCalls != 2 { // JANUS and the answer, no folds
+		t.Errorf("%v upstream calls per Hippocam request, want 2", p.UpstreamCalls)
+	}
+	th := rep.Throughput
+	if th.Sessions != 4 || th.Requests != 20 || !(th.RequestsPerSecond > 0) || !(th.BareRequestsPerSecond > 0) {
+		t.Errorf("throughput %+v", th)
+	}
+	sane("throughput", th.P50Ms, th.P99Ms)
+	sane("bare throughput", th.BareP50Ms, th.BareP99Ms)
+	want := []string{"sqlite"}
+	if dsn != "" {
+		want = append(want, "postgres")
+	} else if !strings.Contains(strings.Join(rep.Notes, "\n"), "postgres: skipped") {
+		t.Errorf("notes %q do not say that Postgres was skipped", rep.Notes)
+	}
+	if len(rep.Recall) != len(want) {
+		t.Fatalf("%d recall rows, want %v", len(rep.Recall), want)
+	}
+	for i, r := range rep.Recall {
+		if r.Store != want[i] || r.Archived != 5000 || r.Refs < 5000/50 || r.Samples != DefaultRecallSamples || !(r.MeanChildren >= 10) {
+			t.Errorf("recall row %+v", r)
+		}
+		sane("recall on "+r.Store, r.P50Ms, r.P99Ms)
+	}
+	for _, s := range []string{"proxy 50", "throughput hippocam", "throughput bare", "recall sqlite load", "recall sqlite"} {
+		if !stages[s] {
+			t.Errorf("no progress for stage %q (saw %v)", s, stages)
+		}
+	}
+	if dsn != "" {
+		checkNoSchemaLeft(t, dsn)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "| 50 |") || !strings.Contains(md, "| sqlite |") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+// TestOverheadConfig checks the defaults, Quick and validation.
+func TestOverheadConfig(t *testing.T) {
+	t.Run("Full", func(t *testing.T) {
+		c := OverheadConfig{}.withDefaults()
+		if len(c.Sizes) != 3 || c.Sizes[2] != 10_000 || c.Samples != 200 || c.Concurrency != 64 || c.RecallArchived != 1_000_000 {
+			t.Errorf("%+v", c)
+		}
+	})
+	t.Run("Quick", func(t *testing.T) {
+		c := OverheadConfig{Quick: true, Samples: 7}.withDefaults()
+		if len(c.Sizes) != 2 || c.Sizes[1] != 1000 || c.Samples != 7 || c.Concurrency != 16 || c.RecallArchived != 100_000 {
+			t.Errorf("%+v", c)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, c := range []OverheadConfig{{Sizes: []int{0}}, {Samples: -1}, {RecallArchived: -5}} {
+			if _, err := RunOverhead(context.Background(), c); hippocam.ErrorCode(err) != hippocam.EINVALID {
+				t.Errorf("%+v: %v, want EINVALID", c, err)
+			}
+		}
+	})
+}
+
+// TestRecallArchiveLossless loads the RECALL archive in bulk and reads it back through the store:
+// the expansion of the context yields every leaf once, in order, and the session takes a commit
+// afterwards. It guards the bulk loaders against a change of the stores' schema.
+func TestRecallArchiveLossless(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "h.db")
+		db := sqlite.New(path)
+		if err := db.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		checkLossless(t, "sqlite", func(ctx context.Context, leaves int) (hippocam.Store, archiveTree) {
+			return loadForTest(t, db, sqliteTestLoader(t, path), leaves)
+		})
+	})
+	t.Run("Postgres", func(t *testing.T) {
+		dsn := os.Getenv("HIPPOCAM_TEST_POSTGRES")
+		if dsn == "" {
+			t.Skip("HIPPOCAM_TEST_POSTGRES is not set")
+		}
+		ctx := t.Context()
+		admin, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(context.Background())
+		schema := "hippocam_bench_test_" + strconv.Itoa(os.Getpid())
+		if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE; CREATE SCHEMA "+schema); err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		db := postgres.New(schemaDSN(dsn, schema))
+		if err := db.Open(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		conn, err := pgx.Connect(ctx, schemaDSN(dsn, schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		checkLossless(t, "postgres", func(ctx context.Context, leaves int) (hippocam.Store, archiveTree) {
+			return loadForTest(t, db, postgresLoader{conn}, leaves)
+		})
+	})
+}
+
+// checkNoSchemaLeft fails if a schema RunOverhead creates is still in the database.
+func checkNoSchemaLeft(t *testing.T, dsn string) {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var left int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'hippocam\_bench\_1%'`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("%d benchmark schemas left behind (%v)", left, err)
+	}
+}
+
+func sqliteTestLoader(t *testing.T, path string) sqliteLoader {
+	t.Helper()
+	raw, err := openSQLiteLoader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return sqliteLoader{raw}
+}
+
+// loadForTest creates the RECALL session in st and bulk-loads an archive of leaves leaves.
+func loadForTest(t *testing.T, st hippocam.Store, l archiveLoader, leaves int) (hippocam.Store, archiveTree) {
+	t.Helper()
+	ctx := t.Context()
+	if err := st.CreateSession(ctx, &hippocam.Session{ID: recallSession, Usage: hippocam.Usage{}}); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := generateArchive(leaves, func(rows []archiveRow) error { return l.write(ctx, rows) })
+	if err == nil {
+		err = l.finish(ctx, tree)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, tree
+}
+
+func checkLossless(t *testing.T, store string, load func(context.Context, int) (hippocam.Store, archiveTree)) {
+	t.Helper()
+	ctx := t.Context()
+	const leaves = 25_000 // more than one load batch
+	st, tree := load(ctx, leaves)
+	s, err := st.Session(ctx, "", recallSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Context) != tree.context || s.Seq != tree.seq || len(s.Context) == 0 {
+		t.Fatalf("%s: context of %d (want %d), seq %d (want %d)", store, len(s.Context), tree.context, s.Seq, tree.seq)
+	}
+	all, err := hippocam.Expand(ctx, hippocam.SessionArchive(st, "", recallSession), s.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != leaves {
+		t.Fatalf("%s: the context expands to %d messages, want %d", store, len(all), leaves)
+	}
+	last := -1
+	for _, m := range all {
+		n, err := strconv.Atoi(strings.TrimPrefix(m.ID, "m"))
+		if err != nil || n <= last || m.Role != hippocam.RoleTool || m.Kind != hippocam.KindRaw || m.Content != recallLeafContent || m.Tokens != 100 {
+			t.Fatalf("%s: leaf %+v after m%d", store, m, last)
+		}
+		last = n
+	}
+	for _, ref := range []string{tree.refs[0], tree.refs[len(tree.refs)-1]} {
+		kids, err := st.Children(ctx, "", recallSession, ref)
+		if err != nil || len(kids) < 1 || len(kids) > 50 {
+			t.Errorf("%s: ref %s has %d children (%v)", store, ref, len(kids), err)
+		}
+	}
+	m := hippocam.Message{ID: s.NextID("m"), Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: "one more", Tokens: 3}
+	if err := st.Commit(ctx, s, hippocam.Change{From: s.Version, Ops: []hippocam.Op{hippocam.AppendOp(m)}}); err != nil {
+		t.Errorf("%s: commit after the bulk load: %v", store, err)
+	}
+}
