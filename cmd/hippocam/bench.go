@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -20,7 +20,7 @@ const benchUsage = `Usage:
   hippocam bench context [--quick] [--json] [--out DIR] [--context-window N] [--seed N]
                          [--policies a,b] [--workloads a,b]
         run generated workloads through every context policy with the simulated model
-  hippocam bench overhead [--json]
+  hippocam bench overhead [--json] [--quick] [--postgres DSN]
         the proxy's added latency and throughput, and RECALL latency on the stores
 `
 
@@ -29,6 +29,9 @@ const benchUsage = `Usage:
 type BenchCommand struct {
 	// What is the benchmark: "context" or "overhead".
 	What string
+
+	// The flags of `bench overhead`.
+	Overhead bench.OverheadConfig
 
 	// The flags of `bench context`.
 	Context   bench.Config
@@ -54,11 +57,49 @@ func (c *BenchCommand) ParseFlags(args []string) error {
 	case "context":
 		return c.parseContext(args[1:])
 	case "overhead":
-		// The overhead benchmark (bench.RunOverhead, bench/overhead.go) is wired here: parse its
-		// flags into a bench.OverheadConfig and run it from Run.
-		return errors.New("overhead: not built yet")
+		return c.parseOverhead(args[1:])
 	}
 	return fmt.Errorf("unknown benchmark %q: context or overhead", c.What)
+}
+
+// parseOverhead reads the flags of `bench overhead`.
+func (c *BenchCommand) parseOverhead(args []string) error {
+	fs := flag.NewFlagSet("hippocam bench overhead", flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	fs.BoolVar(&c.JSON, "json", false, `print {"proxy": […], "throughput": {…}, "recall": […]} instead of Markdown`)
+	fs.BoolVar(&c.Overhead.Quick, "quick", false, "small sizes: sessions of 100 and 1k messages, 100k archived messages")
+	fs.StringVar(&c.Overhead.PostgresDSN, "postgres", os.Getenv("HIPPOCAM_TEST_POSTGRES"), "Postgres DSN for the RECALL row (env HIPPOCAM_TEST_POSTGRES; empty: skipped); a scratch schema is made and dropped")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return c.Overhead.Validate()
+}
+
+// runOverhead measures the proxy and the stores and prints the report.
+func (c *BenchCommand) runOverhead(ctx context.Context) error {
+	cfg := c.Overhead
+	if isTerminal(c.Stderr) {
+		cfg.Progress = func(stage string, done, total int) {
+			fmt.Fprintf(c.Stderr, "\r%-24s %d/%d", stage, done, total)
+			if done == total {
+				fmt.Fprintln(c.Stderr)
+			}
+		}
+	}
+	rep, err := bench.RunOverhead(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		enc := json.NewEncoder(c.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	_, err = io.WriteString(c.Stdout, rep.Markdown())
+	return err
 }
 
 // parseContext reads the flags of `bench context`.
@@ -104,6 +145,8 @@ func (c *BenchCommand) Run(ctx context.Context) error {
 	switch c.What {
 	case "context":
 		return c.runContext(ctx)
+	case "overhead":
+		return c.runOverhead(ctx)
 	}
 	return fmt.Errorf("unknown benchmark %q", c.What)
 }

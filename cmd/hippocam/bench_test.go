@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// `hippocam bench context --quick --json` runs every policy on every workload and produces sane
+// numbers (the figures themselves are reported in BENCHMARKS.md, not asserted).
+func TestBenchContextQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the quick context benchmark takes about a minute")
+	}
+	stdout, stderr, code := runMain(t, "bench", "context", "--quick", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Results []struct {
+			Workload, Policy, Error string
+			Accuracy                float64 `json:"accuracy"`
+			InputTokens             int64   `json:"input_tokens"`
+			CostUSD                 float64 `json:"cost_usd"`
+			Calls                   map[string]int
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	policies := map[string]bool{}
+	for _, r := range out.Results {
+		policies[r.Policy] = true
+		if r.Error != "" || r.Accuracy < 0 || r.Accuracy > 1 || r.InputTokens <= 0 || r.CostUSD <= 0 || r.Calls["agent"] == 0 {
+			t.Errorf("%s/%s: %+v", r.Workload, r.Policy, r)
+		}
+	}
+	for _, p := range []string{"hippocam", "hippocam-no-prefix", "hippocam-no-recall", "flat-summary", "truncate", "full", "retrieve-prepend"} {
+		if !policies[p] {
+			t.Errorf("no results for policy %s", p)
+		}
+	}
+}
+
+// `hippocam bench overhead --quick --json` measures the proxy and the stores with sane figures.
+func TestBenchOverheadQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the quick overhead benchmark takes about half a minute")
+	}
+	stdout, stderr, code := runMain(t, "bench", "overhead", "--quick", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Proxy []struct {
+			SessionMessages int     `json:"session_messages"`
+			P50             float64 `json:"p50_ms"`
+			BareP50         float64 `json:"bare_p50_ms"`
+		} `json:"proxy"`
+		Throughput struct {
+			RPS float64 `json:"requests_per_second"`
+		} `json:"throughput"`
+		Recall []struct {
+			Store string  `json:"store"`
+			P50   float64 `json:"p50_ms"`
+		} `json:"recall"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Proxy) == 0 || out.Throughput.RPS <= 0 || len(out.Recall) == 0 {
+		t.Fatalf("report: %s", stdout)
+	}
+	for _, p := range out.Proxy {
+		if p.P50 <= 0 || p.BareP50 <= 0 {
+			t.Errorf("proxy row %+v", p)
+		}
+	}
+	for _, r := range out.Recall {
+		if r.P50 <= 0 {
+			t.Errorf("recall row %+v", r)
+		}
+	}
+}
