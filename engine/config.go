@@ -56,7 +56,7 @@ const SharedPromptsFrom = 16000
 const (
 	DefaultWindow       = 128000
 	DefaultCorrections  = 2
-	DefaultRecallLimit  = 32
+	DefaultRecallLimit  = 64
 	tailMinShare        = 0.032 // B_min / W at the paper's defaults
 	minPrefixShare      = 0.128 // T_min / W
 	minSavingShare      = 0.064 // Δmin / W

@@ -22,8 +22,13 @@ type chatRequest ChatRequest
 
 // UnmarshalJSON keeps unknown fields in Extra.
 func (r *ChatRequest) UnmarshalJSON(b []byte) error {
+	var fast ChatRequest
+	if d := newDecoder(b); d.request(&fast) && d.end() {
+		*r = fast
+		return nil
+	}
 	var a chatRequest
-	extra, err := decode(b, &a)
+	extra, err := decodeSlow(b, &a)
 	if err != nil {
 		return err
 	}
@@ -33,7 +38,13 @@ func (r *ChatRequest) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes Extra back.
-func (r ChatRequest) MarshalJSON() ([]byte, error) { return encode(chatRequest(r), r.Extra) }
+func (r ChatRequest) MarshalJSON() ([]byte, error) {
+	e := encoder{b: make([]byte, 0, requestSize(&r))}
+	if e.request(&r, true) {
+		return e.b, nil
+	}
+	return encodeSlow(chatRequest(r), r.Extra)
+}
 
 // StreamOptions asks a streaming endpoint for a final usage chunk.
 type StreamOptions struct {
@@ -56,8 +67,13 @@ type chatMessage ChatMessage
 
 // UnmarshalJSON keeps unknown fields in Extra.
 func (m *ChatMessage) UnmarshalJSON(b []byte) error {
+	var fast ChatMessage
+	if d := newDecoder(b); d.message(&fast) && d.end() {
+		*m = fast
+		return nil
+	}
 	var a chatMessage
-	extra, err := decode(b, &a)
+	extra, err := decodeSlow(b, &a)
 	if err != nil {
 		return err
 	}
@@ -67,7 +83,13 @@ func (m *ChatMessage) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes Extra back.
-func (m ChatMessage) MarshalJSON() ([]byte, error) { return encode(chatMessage(m), m.Extra) }
+func (m ChatMessage) MarshalJSON() ([]byte, error) {
+	e := encoder{b: make([]byte, 0, messageSize(&m))}
+	if e.message(&m, true) {
+		return e.b, nil
+	}
+	return encodeSlow(chatMessage(m), m.Extra)
+}
 
 // Text returns the message's text: the string content, or the text parts of an array joined
 // by newlines. It fails on content of any other shape.
@@ -132,8 +154,13 @@ type toolDef ToolDef
 
 // UnmarshalJSON keeps unknown fields in Extra.
 func (t *ToolDef) UnmarshalJSON(b []byte) error {
+	var fast ToolDef
+	if d := newDecoder(b); d.toolDef(&fast) && d.end() {
+		*t = fast
+		return nil
+	}
 	var a toolDef
-	extra, err := decode(b, &a)
+	extra, err := decodeSlow(b, &a)
 	if err != nil {
 		return err
 	}
@@ -143,7 +170,13 @@ func (t *ToolDef) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes Extra back.
-func (t ToolDef) MarshalJSON() ([]byte, error) { return encode(toolDef(t), t.Extra) }
+func (t ToolDef) MarshalJSON() ([]byte, error) {
+	e := encoder{b: make([]byte, 0, toolDefSize(&t))}
+	if e.toolDef(&t, true) {
+		return e.b, nil
+	}
+	return encodeSlow(toolDef(t), t.Extra)
+}
 
 // FunctionDef is a tool's function: name, description and JSON Schema parameters.
 type FunctionDef struct {
@@ -168,8 +201,13 @@ type chatResponse ChatResponse
 
 // UnmarshalJSON keeps unknown fields in Extra.
 func (r *ChatResponse) UnmarshalJSON(b []byte) error {
+	var fast ChatResponse
+	if d := newDecoder(b); d.response(&fast) && d.end() {
+		*r = fast
+		return nil
+	}
 	var a chatResponse
-	extra, err := decode(b, &a)
+	extra, err := decodeSlow(b, &a)
 	if err != nil {
 		return err
 	}
@@ -179,7 +217,13 @@ func (r *ChatResponse) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes Extra back.
-func (r ChatResponse) MarshalJSON() ([]byte, error) { return encode(chatResponse(r), r.Extra) }
+func (r ChatResponse) MarshalJSON() ([]byte, error) {
+	e := encoder{b: make([]byte, 0, responseSize(&r))}
+	if e.response(&r, true) {
+		return e.b, nil
+	}
+	return encodeSlow(chatResponse(r), r.Extra)
+}
 
 // Choice is one alternative of a completion.
 type Choice struct {

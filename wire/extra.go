@@ -34,9 +34,10 @@ func keysOf(t reflect.Type) map[string]bool {
 	return keys
 }
 
-// decode fills v (a pointer to an alias struct with no methods) from data and returns the
-// fields v's type does not declare.
-func decode(data []byte, v any) (Extra, error) {
+// decodeSlow fills v (a pointer to an alias struct with no methods) from data and returns the
+// fields v's type does not declare. It is the reference behaviour, which the fast decoder
+// (decode.go) reproduces for the input it accepts and falls back to for the rest.
+func decodeSlow(data []byte, v any) (Extra, error) {
 	if err := json.Unmarshal(data, v); err != nil {
 		return nil, err
 	}
@@ -57,8 +58,10 @@ func decode(data []byte, v any) (Extra, error) {
 	return extra, nil
 }
 
-// encode writes v (an alias struct) and appends the extra fields, in key order.
-func encode(v any, extra Extra) ([]byte, error) {
+// encodeSlow writes v (an alias struct) and appends the extra fields, in key order. It is the
+// reference behaviour, which the fast encoder (encode.go) reproduces and falls back to when a raw
+// value is invalid, for the error.
+func encodeSlow(v any, extra Extra) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil || len(extra) == 0 {
 		return b, err
