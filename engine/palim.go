@@ -20,7 +20,7 @@ const palimInstruction = "Consolidate those messages into memory: a narrative of
 // palim asks PALIM for the memory of span (size tokens) and renders it as a prefix memory with a
 // fresh ref. While the memory saves less than Δmin it asks for a more concise version, up to J
 // times, and returns the last version (fold decides whether it is good enough).
-func (st *step) palim(ctx context.Context, lo, hi, size int) (hippocam.Message, error) {
+func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Message, error) {
 	instruction := SpanLine(hi-lo) + "\n" + palimInstruction
 	var memory hippocam.Message
 	for try := 0; try <= st.e.cfg.ConciseTries; try++ {
@@ -35,7 +35,7 @@ func (st *step) palim(ctx context.Context, lo, hi, size int) (hippocam.Message, 
 		if err != nil {
 			return memory, err
 		}
-		memory = st.prefixMemory(&out)
+		memory = st.prefixMemory(&out, level)
 		saving := size - memory.Tokens
 		if saving >= st.e.cfg.MinSaving {
 			return memory, nil
@@ -47,10 +47,10 @@ func (st *step) palim(ctx context.Context, lo, hi, size int) (hippocam.Message, 
 }
 
 // prefixMemory renders PALIM's output as the message that replaces the prefix.
-func (st *step) prefixMemory(out *PalimOutput) hippocam.Message {
+func (st *step) prefixMemory(out *PalimOutput, level int) hippocam.Message {
 	ref := st.s.NextID("r")
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s Consolidated memory of my earlier work (recall the ref for the messages beneath it).\n", hippocam.RefTag(ref))
+	fmt.Fprintf(&b, "%s Consolidated memory of my earlier work %s%d) (recall the ref for the messages beneath it).\n", hippocam.RefTag(ref), levelMark, level)
 	if n := strings.TrimSpace(out.Narrative); n != "" {
 		b.WriteString("Narrative:\n")
 		b.WriteString(n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hippocam/hippocam"
 )
@@ -128,12 +129,13 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if lo >= hi {
 		return nil
 	}
+	lo, level := st.balance(lo, hi)
 	key := st.s.Context[lo].ID + "-" + st.s.Context[hi-1].ID
 	if st.failedFolds[key] {
 		return nil // this very span already failed in this step
 	}
 	size := tokens(st.s.Context[lo:hi])
-	memory, err := st.palim(ctx, lo, hi, size)
+	memory, err := st.palim(ctx, lo, hi, size, level)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -156,3 +158,50 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	st.res.PrefixConsolidations++
 	return nil
 }
+
+// balance chooses where a fold of [lo, hi) starts so that the message tree stays shallow. Alg. 2
+// folds the whole eligible prefix, earlier prefix memories included; done at every fold, that
+// makes a chain as deep as the number of folds, and recalling a detail from the start of a long
+// session then takes one recall per fold. Instead, prefix memories carry a level, and a fold takes
+// in the earlier prefix memories at its front only as a binary counter carries: a level-1
+// memory of new work absorbs a level-1 memory before it and becomes level 2, which absorbs a
+// level-2 memory before it, and so on. Memories of other levels stay beside it in the context,
+// oldest (highest level) first, and are consolidated again once a new memory reaches their level.
+// The depth of the tree, and so of any recall, grows with the logarithm of the folds. If what
+// remains would be too small to save Δmin, the whole prefix is folded, as Alg. 2 does.
+func (st *step) balance(lo, hi int) (int, int) {
+	c := st.s.Context
+	end := lo // the leading run of prefix memories is [lo, end)
+	for end < hi && c[end].Kind == hippocam.KindPrefixMemory {
+		end++
+	}
+	level, start := 1, end
+	for start > lo && foldLevel(&c[start-1]) == level {
+		start--
+		level++
+	}
+	if start == lo || tokens(c[start:hi]) > st.e.cfg.MinSaving {
+		return start, level
+	}
+	top := level // everything is folded: the new memory sits above every one it takes in
+	for i := lo; i < end; i++ {
+		top = max(top, foldLevel(&c[i])+1)
+	}
+	return lo, top
+}
+
+// foldLevel reads a prefix memory's level from its first line ("… (level N) …"); memories
+// written without one count as level 1.
+func foldLevel(m *hippocam.Message) int {
+	line, _, _ := strings.Cut(m.Content, "\n")
+	if i := strings.Index(line, levelMark); i >= 0 {
+		var n int
+		if _, err := fmt.Sscanf(line[i+len(levelMark):], "%d", &n); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
+}
+
+// levelMark precedes a prefix memory's level in its first line.
+const levelMark = "(level "
