@@ -280,3 +280,44 @@ func TestRecallWithSiblingCalls(t *testing.T) {
 	}
 	c.checkLossless()
 }
+
+// Many prefix folds keep the tree shallow (balanced folds): the depth grows with the logarithm of
+// the number of folds, and a detail from the first round is still recalled.
+func TestFoldsStayShallow(t *testing.T) {
+	c := newConversation(t, mustEngine(t, engine.ForWindow(6000), mustSim(t)))
+	c.mustUser("detail first_secret := s-0001\n!say noted")
+	for k := 0; k < 60; k++ {
+		c.mustUser(fmt.Sprintf("!call look {\"n\":%d}", k))
+		c.mustResults(fmt.Sprintf("look_%d := seen\n%s", k, filler("l", 25)))
+	}
+	s := c.session()
+	if s.Consolidations.Prefix < 8 {
+		t.Fatalf("%d prefix folds; the test needs many", s.Consolidations.Prefix)
+	}
+	arch := hippocam.SessionArchive(c.st, "", c.id)
+	var depth func(ms []hippocam.Message) int
+	depth = func(ms []hippocam.Message) int {
+		d := 0
+		for _, m := range ms {
+			if m.Consolidated() {
+				kids, err := arch.Children(context.Background(), m.Ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d = max(d, 1+depth(kids))
+			}
+		}
+		return d
+	}
+	bound := 2
+	for n := 1; n < s.Consolidations.Prefix; n *= 2 {
+		bound++
+	}
+	if d := depth(s.Context); d > bound {
+		t.Fatalf("tree depth %d after %d folds; want at most %d", d, s.Consolidations.Prefix, bound)
+	}
+	if res := c.mustUser("!ask first_secret"); res.Answer.Content != "first_secret := s-0001" {
+		t.Fatalf("answer %q", res.Answer.Content)
+	}
+	c.checkLossless()
+}
