@@ -230,8 +230,10 @@ func (s *Server) step(ctx context.Context, req *chatRequest) (*hippocam.Session,
 		Answer:    res.Answer.ID,
 	}
 	if err := st.Commit(ctx, next, res.Change); err != nil {
+		s.cache.drop(req.tenant, sess.ID) // stale (another replica) or unknown: read the store next time
 		return nil, hippocam.Message{}, hippocam.RoleUsage{}, err
 	}
+	s.cache.put(next)
 	if m := s.cfg.Metrics; m != nil {
 		m.observeStep(res)
 	}
@@ -246,7 +248,7 @@ func (s *Server) resolve(ctx context.Context, req *chatRequest) (*hippocam.Sessi
 	var free string
 	for k := 1; k <= maxForks; k++ {
 		id := forkName(req.name, k)
-		sess, err := st.Session(ctx, req.tenant, id)
+		sess, err := s.cache.load(ctx, st, req.tenant, id)
 		if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
 			free = id
 			break
@@ -286,7 +288,7 @@ func (s *Server) resolve(ctx context.Context, req *chatRequest) (*hippocam.Sessi
 func (s *Server) newestMatch(ctx context.Context, req *chatRequest, k int) *hippocam.Session {
 	var best *hippocam.Session
 	for j := k + 1; j <= maxForks; j++ {
-		sess, err := s.cfg.Store.Session(ctx, req.tenant, forkName(req.name, j))
+		sess, err := s.cache.load(ctx, s.cfg.Store, req.tenant, forkName(req.name, j))
 		if err != nil {
 			break
 		}

@@ -138,6 +138,7 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, tenant st
 	id := r.PathValue("id")
 	unlock := s.locks.lock(tenant + "\x00" + id)
 	defer unlock()
+	s.cache.drop(tenant, id)
 	if err := s.cfg.Store.DeleteSession(r.Context(), tenant, id); err != nil {
 		writeError(w, err)
 		return

@@ -63,6 +63,7 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	locks sessionLocks
+	cache *sessionCache
 	mux   *http.ServeMux
 }
 
@@ -77,7 +78,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, locks: sessionLocks{m: map[string]*sessionLock{}}, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, locks: sessionLocks{m: map[string]*sessionLock{}}, cache: newSessionCache(defaultCacheMessages), mux: http.NewServeMux()}
 	s.routes()
 	return s, nil
 }

@@ -465,3 +465,58 @@ func TestModelsPassThrough(t *testing.T) {
 		t.Fatalf("models: %d %s", r.status, r.body)
 	}
 }
+
+// Two replicas over one store: a replica whose cached copy of a session is stale gets a conflict
+// (409, which SDKs retry) instead of overwriting the other's commit, and the retry succeeds.
+func TestReplicasShareOneStore(t *testing.T) {
+	a := newServer(t, 8000, nil)
+	srv, err := httpapi.New(httpapi.Config{Engine: mustEngineFor(t, a), Store: a.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bts := httptest.NewServer(srv)
+	defer bts.Close()
+	b := &testServer{Server: bts, store: a.store, up: a.up}
+	var history []wire.ChatMessage
+	conflicts := 0
+	say := func(s *testServer, text string) {
+		t.Helper()
+		history = append(history, wire.ChatMessage{Role: "user", Content: wire.StringContent(text)})
+		body, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: history})
+		r := s.do(t, "POST", "/v1/chat/completions", "", "shared", body)
+		if r.status == 409 { // a stale cached copy: the retry reads the store
+			conflicts++
+			r = s.do(t, "POST", "/v1/chat/completions", "", "shared", body)
+		}
+		if r.status != 200 {
+			t.Fatalf("%q: status %d %s", text, r.status, r.body)
+		}
+		var resp wire.ChatResponse
+		r.json(t, &resp)
+		history = append(history, resp.Choices[0].Message)
+	}
+	say(a, "!say one")
+	say(b, "!say two")
+	say(a, "!say three") // a cached the session at "one"
+	say(b, "!say four")  // b cached it at "two"
+	if conflicts != 2 {
+		t.Fatalf("%d conflicts, want 2 (one per stale replica)", conflicts)
+	}
+	if got := expandContents(t, a, "", "shared"); len(got) != len(history) {
+		t.Fatalf("store holds %d messages, the client saw %d", len(got), len(history))
+	}
+}
+
+func mustEngineFor(t *testing.T, s *testServer) *engine.Engine {
+	cfg := openai.DefaultConfig()
+	cfg.BaseURL, cfg.Model, cfg.MaxRetries = s.up.URL+"/v1", "hippocam-sim", 0
+	model, err := openai.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.ForWindow(8000), model, tokenizer.MustDefault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
