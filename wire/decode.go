@@ -6,19 +6,20 @@ import (
 	"strconv"
 )
 
-// The fast decoder reads a whole request or response in one pass over a private copy of the
-// input; the raw values it keeps (content, unknown fields…) are capped slices of that copy. It
-// handles what clients send. Whenever it meets anything else — invalid JSON, a value of the wrong
-// type, a repeated field, a key that matches a field only case-insensitively or that has escapes
-// or non-ASCII bytes, very deep nesting — it reports failure and UnmarshalJSON runs decodeSlow,
-// the reference implementation, whose result and error are therefore unchanged.
+// The fast decoder reads a whole request or response in one pass, decoding each known field's
+// value in place and copying the raw ones (content, unknown fields…) one by one, as
+// json.RawMessage does, so that nothing shares or retains the input. It handles what clients
+// send. Whenever it meets anything else — invalid JSON, a value of the wrong type, a repeated
+// field, a key that matches a field only case-insensitively or that has escapes or non-ASCII
+// bytes, very deep nesting — it reports failure and UnmarshalJSON runs decodeSlow, the reference
+// implementation, whose result and error are therefore unchanged.
 
 type decoder struct{ scanner }
 
-// newDecoder returns a decoder over a copy of b (UnmarshalJSON must not keep b), at its first
-// value.
+// newDecoder returns a decoder over b, at its first value. UnmarshalJSON must not keep b: the
+// decoder copies the raw values it keeps.
 func newDecoder(b []byte) *decoder {
-	d := &decoder{scanner{data: bytes.Clone(b)}}
+	d := &decoder{scanner{data: b}}
 	d.ws()
 	return d
 }
@@ -106,7 +107,7 @@ func (d *decoder) raw(dst *json.RawMessage) bool {
 	if !d.value() {
 		return false
 	}
-	*dst = d.data[start:d.pos:d.pos]
+	*dst = bytes.Clone(d.data[start:d.pos])
 	return true
 }
 
@@ -269,9 +270,9 @@ func list[T any](d *decoder, dst *[]T, elem func(*decoder, *T) bool) bool {
 	if d.peek() != '[' {
 		return false
 	}
+	out := make([]T, 0, countObjects(d.data[d.pos:]))
 	d.pos++
 	d.ws()
-	out := []T{}
 	if d.peek() == ']' {
 		d.pos++
 		*dst = out
@@ -296,6 +297,36 @@ func list[T any](d *decoder, dst *[]T, elem func(*decoder, *T) bool) bool {
 			return false
 		}
 	}
+}
+
+// countObjects counts the objects in the array that data starts with, to size the slice that
+// receives them. It does not check the JSON (the decoder does): on invalid input its count is
+// merely wrong. Counting only objects, each at least 3 bytes with its comma, keeps the memory
+// set aside in proportion to the input that a failing decoding would have read anyway.
+func countObjects(data []byte) int {
+	n, depth := 0, 0
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case '{':
+			if depth == 1 {
+				n++
+			}
+			depth++
+		case '[':
+			depth++
+		case ']', '}':
+			if depth--; depth <= 0 {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // Each decoding function below reads one object into a zero value. A field met twice gives up

@@ -274,7 +274,7 @@ func extraSize(x Extra) int {
 }
 
 func messageSize(m *ChatMessage) int {
-	n := 64 + len(m.Role) + len(m.Content) + len(m.Name) + len(m.ToolCallID) + extraSize(m.Extra)
+	n := 32 + len(m.Role) + len(m.Content) + len(m.Name) + len(m.ToolCallID) + extraSize(m.Extra)
 	for i := range m.ToolCalls {
 		c := &m.ToolCalls[i]
 		// Arguments are JSON: their quotes come back escaped.

@@ -260,13 +260,18 @@ func (g *gen) any(depth int) string {
 	default:
 		var ms []member
 		for m := g.r.IntN(4); m > 0; m-- {
-			ms = append(ms, member{g.text(), g.any(depth - 1)})
+			ms = append(ms, member{g.text(), g.any(depth - 1), true})
 		}
 		return g.object(ms)
 	}
 }
 
-type member struct{ key, val string }
+// member is an object member; key is written with random escapes if esc is set or by oddity,
+// as it is otherwise.
+type member struct {
+	key, val string
+	esc      bool
+}
 
 // extraKeys are keys for unknown fields; trickyKeys are unknown to some types but match a field
 // of others case-insensitively, or need escapes, or are not ASCII.
@@ -280,11 +285,11 @@ var (
 func (g *gen) object(ms []member) string {
 	if g.p(0.3) {
 		for m := g.r.IntN(3); m > 0; m-- {
-			key := g.pick(extraKeys...)
+			m := member{key: g.pick(extraKeys...), val: g.any(2)}
 			if g.p(g.odd) {
-				key = g.pick(trickyKeys...)
+				m.key, m.esc = g.pick(trickyKeys...), true
 			}
-			ms = append(ms, member{key, g.any(2)})
+			ms = append(ms, m)
 		}
 	}
 	if g.p(0.5) {
@@ -304,7 +309,7 @@ func (g *gen) object(ms []member) string {
 			sb.WriteString("," + g.ws())
 		}
 		key := `"` + m.key + `"`
-		if g.p(g.odd) {
+		if m.esc || g.p(g.odd) {
 			key = g.str(m.key)
 		}
 		if g.p(g.odd / 2) {
@@ -334,11 +339,11 @@ func (g *gen) field(ms []member, prob float64, key string, mk func() string) []m
 	}
 	switch {
 	case g.p(g.odd):
-		return append(ms, member{key, g.any(2)})
+		return append(ms, member{key: key, val: g.any(2)})
 	case g.p(0.05):
-		return append(ms, member{key, "null"})
+		return append(ms, member{key: key, val: "null"})
 	}
-	return append(ms, member{key, mk()})
+	return append(ms, member{key: key, val: mk()})
 }
 
 func (g *gen) array(mk func() string, max int) func() string {
@@ -395,7 +400,7 @@ func (g *gen) message() string {
 	ms = g.field(ms, 0.9, "content", func() string {
 		if g.p(0.3) {
 			return g.array(func() string {
-				return g.object([]member{{"type", g.str("text")}, {"text", g.textStr()}})
+				return g.object([]member{{key: "type", val: g.str("text")}, {key: "text", val: g.textStr()}})
 			}, 3)()
 		}
 		return g.textStr()
@@ -622,4 +627,45 @@ func TestDeepNesting(t *testing.T) {
 		checkEncode(t, kinds[1], ChatMessage{Role: "user", Content: json.RawMessage(content)})
 		checkEncode(t, kinds[0], ChatRequest{Messages: []ChatMessage{{Role: "user", Extra: Extra{"x": json.RawMessage(content)}}}})
 	}
+}
+
+// FuzzScanner compares the scanner's pieces with encoding/json: appendRaw with the encoding of a
+// RawMessage, unquote with the decoding of a string, appendString with the encoding of one.
+func FuzzScanner(f *testing.F) {
+	for _, s := range append(rawValues, pieces...) {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`"a\u00e9\ud83d\ude00\ud800\u2028<>&\/\b\f\n\r\t\\\""`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 0 {
+			got, ok := appendRaw([]byte("x"), b)
+			want, err := json.Marshal(json.RawMessage(b))
+			deep := bytes.Count(b, []byte("["))+bytes.Count(b, []byte("{")) > maxDepth // refused, rightly
+			if ok != (err == nil) && !(err == nil && deep) || ok && string(got) != "x"+string(want) {
+				t.Fatalf("appendRaw(%q) = %q %v, encoding/json %q %v", b, got, ok, want, err)
+			}
+		}
+		b = bytes.TrimRight(b, " \t\r\n")
+		s := scanner{data: b}
+		if len(b) == 0 || b[0] != '"' {
+			// str starts at a quote
+		} else if plain, ok := s.str(); ok && s.pos == len(b) {
+			var want string
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatalf("scanner accepts %q, encoding/json: %v", b, err)
+			}
+			if got := unquote(b); got != want {
+				t.Fatalf("unquote(%q) = %q, want %q", b, got, want)
+			}
+			if plain && want != string(b[1:len(b)-1]) {
+				t.Fatalf("%q is not plain", b)
+			}
+		} else if json.Valid(b) {
+			t.Fatalf("scanner refuses %q", b)
+		}
+		want, _ := json.Marshal(string(b))
+		if got := appendString(nil, string(b)); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %q, want %q", b, got, want)
+		}
+	})
 }

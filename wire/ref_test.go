@@ -173,7 +173,9 @@ func (r *ZrefChatResponse) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (r ZrefChatResponse) MarshalJSON() ([]byte, error) { return refEncode(ZrefchatResponse(r), r.Extra) }
+func (r ZrefChatResponse) MarshalJSON() ([]byte, error) {
+	return refEncode(ZrefchatResponse(r), r.Extra)
+}
 
 type ZrefChoice struct {
 	Index        int             `json:"index"`

@@ -9,9 +9,8 @@ import (
 
 // scanner is a small JSON reader over one buffer, used by the fast decoder and by the encoder to
 // check and compact raw values. It accepts exactly the JSON that encoding/json accepts, except
-// that it gives up (reports failure) on input nested deeper than maxDepth, on object keys with
-// escapes or non-ASCII bytes, and on anything else unusual: the callers then take the slow path,
-// which is the reference behaviour, error messages included.
+// input nested deeper than maxDepth, which it refuses: its callers then take the slow path, the
+// reference behaviour, which applies encoding/json's own limit.
 type scanner struct {
 	data  []byte
 	pos   int
@@ -26,12 +25,12 @@ const maxDepth = 1000
 
 // Byte classes inside a string.
 const (
-	cPlain = iota // written as is
-	cQuote        // "
-	cEscape       // \
-	cControl      // below 0x20: invalid
-	cHTML         // <, >, &: escaped by compaction
-	cHigh         // 0x80 and above: part of a multi-byte character, or invalid UTF-8
+	cPlain   = iota // written as is
+	cQuote          // "
+	cEscape         // \
+	cControl        // below 0x20: invalid
+	cHTML           // <, >, &: escaped by compaction
+	cHigh           // 0x80 and above: part of a multi-byte character, or invalid UTF-8
 )
 
 var strClass = func() (t [256]uint8) {
