@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"unicode"
+
+	"github.com/hippocam/hippocam/sim"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/scenario"
@@ -301,75 +302,16 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// --- reading lines as the simulated model does ---
+// --- reading lines as the simulated model does (sim.Fact, sim.Ask, sim.Body) ---
 
-// factLine reads one line as SIM.md does and reports the fact or detail it states. It drops the
-// surrounding spaces, one list marker and one evaluation tag first.
-func factLine(s string) (key, value string, detail, ok bool) {
-	t := simBody(s)
-	if rest, found := cutWord(t, "detail"); found {
-		if k, v, ok := splitFact(rest); ok {
-			return k, v, true, true
-		}
-	}
-	k, v, ok := splitFact(t)
-	return k, v, false, ok
-}
+// factLine reports the fact or detail a line states, as the simulated model reads it.
+func factLine(s string) (key, value string, detail, ok bool) { return sim.Fact(s) }
 
 // simBody is a line without its surrounding spaces, list marker and evaluation tag.
-func simBody(s string) string {
-	t := strings.TrimSpace(s)
-	for _, mark := range []string{"-", "*", "•"} {
-		if rest, ok := strings.CutPrefix(t, mark); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
-			t = strings.TrimSpace(rest)
-			break
-		}
-	}
-	for _, tag := range []string{"[neutral]", "[good]", "[bad]"} {
-		if rest, ok := strings.CutPrefix(t, tag); ok {
-			t = strings.TrimSpace(rest)
-			break
-		}
-	}
-	return t
-}
-
-// cutWord returns what follows word in t when t is word alone or word and white space.
-func cutWord(t, word string) (string, bool) {
-	rest, ok := strings.CutPrefix(t, word)
-	if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '\t') {
-		return "", false
-	}
-	return strings.TrimSpace(rest), true
-}
-
-// splitFact splits "KEY := VALUE"; the spaces around := are optional.
-func splitFact(t string) (key, value string, ok bool) {
-	n := 0
-	for i, r := range t {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '.' && r != '-' {
-			break
-		}
-		n = i + len(string(r))
-	}
-	if n == 0 {
-		return "", "", false
-	}
-	rest, ok := strings.CutPrefix(strings.TrimLeft(t[n:], " \t"), ":=")
-	if !ok {
-		return "", "", false
-	}
-	return t[:n], strings.TrimSpace(rest), true
-}
+func simBody(s string) string { return sim.Body(s) }
 
 // askLine reports the key of an `!ask KEY` line.
-func askLine(s string) (string, bool) {
-	rest, ok := cutWord(simBody(s), "!ask")
-	if !ok || rest == "" {
-		return "", false
-	}
-	return strings.Fields(rest)[0], true
-}
+func askLine(s string) (string, bool) { return sim.Ask(s) }
 
 // asks reports whether content holds an `!ask` line.
 func asks(content string) bool {

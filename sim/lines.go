@@ -191,3 +191,25 @@ func impressionText(key string) string { return "detail " + key + engine.Impress
 // oneLine folds a label or condition onto a single line, so that text built from it never
 // starts a new line the simulation could misread.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// Fact reads one line the way the simulation does and reports the fact or detail it states
+// (`KEY := VALUE`, `detail KEY := VALUE`), for tools that score answers or check scripts.
+func Fact(s string) (key, value string, detail, ok bool) {
+	switch l := readLine(s); l.kind {
+	case kindFact:
+		return l.key, l.value, false, true
+	case kindDetail:
+		return l.key, l.value, true, true
+	}
+	return "", "", false, false
+}
+
+// Ask reports the key of an `!ask KEY` line.
+func Ask(s string) (string, bool) {
+	l := readLine(s)
+	return l.key, l.kind == kindAsk
+}
+
+// Body returns a line as the simulation reads it: without surrounding spaces, its list marker and
+// its evaluation tag.
+func Body(s string) string { return readLine(s).body }
