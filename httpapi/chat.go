@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,7 +45,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, tenant 
 		s.fail(w, "invalid", err)
 		return
 	}
-	unlock := s.locks.lock(tenant + "\x00" + req.name)
+	unlock := s.locks.lock(lockKey(tenant, req.name))
 	defer unlock()
 	sess, answer, usage, err := s.step(r.Context(), req)
 	if err != nil {
@@ -165,7 +167,7 @@ func passThrough(r *wire.ChatRequest) (json.RawMessage, error) {
 }
 
 // sessionName picks the session: the header, else the OpenAI `user` field, else a hash of the
-// first message of the history.
+// history's opening, up to and including its first user message.
 func sessionName(r *http.Request, w *wire.ChatRequest, history []hippocam.Message) string {
 	if name := strings.TrimSpace(r.Header.Get(SessionHeader)); name != "" {
 		return name
@@ -176,7 +178,14 @@ func sessionName(r *http.Request, w *wire.ChatRequest, history []hippocam.Messag
 			return strings.TrimSpace(user)
 		}
 	}
-	sum := sha256.Sum256([]byte(string(history[0].Role) + "\x00" + history[0].Content))
+	h := sha256.New() // the conversation's opening: everything up to its first user message
+	for _, m := range history {
+		h.Write([]byte(string(m.Role) + "\x00" + m.Content + "\x00"))
+		if m.Role == hippocam.RoleUser {
+			break
+		}
+	}
+	sum := h.Sum(nil)
 	return "auto-" + hex.EncodeToString(sum[:6])
 }
 
@@ -193,7 +202,7 @@ func forkName(name string, k int) string {
 // included, is committed before it returns.
 func (s *Server) step(ctx context.Context, req *chatRequest) (*hippocam.Session, hippocam.Message, hippocam.RoleUsage, error) {
 	st := s.cfg.Store
-	sess, retry, err := s.resolve(ctx, req)
+	sess, retry, fresh, err := s.resolve(ctx, req)
 	if err != nil {
 		return nil, hippocam.Message{}, hippocam.RoleUsage{}, err
 	}
@@ -205,14 +214,14 @@ func (s *Server) step(ctx context.Context, req *chatRequest) (*hippocam.Session,
 		return sess, *m, hippocam.RoleUsage{}, nil
 	}
 	seen := sess.Transcript.Count
-	fresh := req.history[seen:]
+	unseen := req.history[seen:]
 	last := -1
-	for i, m := range fresh {
+	for i, m := range unseen {
 		if m.Role == hippocam.RoleAssistant {
 			last = i
 		}
 	}
-	in := engine.Input{History: fresh[:last+1], Messages: fresh[last+1:], Tools: req.tools, ToolChoice: req.choice, Extra: req.extra, Model: req.wire.Model}
+	in := engine.Input{History: unseen[:last+1], Messages: unseen[last+1:], Tools: req.tools, ToolChoice: req.choice, Extra: req.extra, Model: req.wire.Model}
 	if len(in.Messages) == 0 {
 		return nil, hippocam.Message{}, hippocam.RoleUsage{}, hippocam.Errorf(hippocam.EINVALID, "the history ends with an assistant message: there is nothing new to answer")
 	}
@@ -229,6 +238,11 @@ func (s *Server) step(ctx context.Context, req *chatRequest) (*hippocam.Session,
 		PrevHash:  before,
 		Answer:    res.Answer.ID,
 	}
+	if fresh {
+		if err := st.CreateSession(ctx, sess); err != nil {
+			return nil, hippocam.Message{}, hippocam.RoleUsage{}, err
+		}
+	}
 	if err := st.Commit(ctx, next, res.Change); err != nil {
 		s.cache.drop(req.tenant, sess.ID) // stale (another replica) or unknown: read the store next time
 		return nil, hippocam.Message{}, hippocam.RoleUsage{}, err
@@ -240,63 +254,82 @@ func (s *Server) step(ctx context.Context, req *chatRequest) (*hippocam.Session,
 	return next, res.Answer, res.Usage[hippocam.CallAgent], nil
 }
 
-// resolve returns the session the request continues, creating it (or a fork) when needed, and
-// whether the request is a retry of the last one.
-func (s *Server) resolve(ctx context.Context, req *chatRequest) (*hippocam.Session, bool, error) {
+// resolve returns the session the request continues and whether the request is a retry of the
+// last one; for a history that continues no session, it returns a new session (NAME, or the next
+// fork NAME~k) that is not stored yet: step creates it only with its first committed step, so a
+// failed request leaves nothing behind. Sessions that hold nothing yet never count as a match.
+func (s *Server) resolve(ctx context.Context, req *chatRequest) (sess *hippocam.Session, retry, fresh bool, err error) {
 	st := s.cfg.Store
-	n := len(req.history)
-	var free string
-	for k := 1; k <= maxForks; k++ {
-		id := forkName(req.name, k)
-		sess, err := s.cache.load(ctx, st, req.tenant, id)
-		if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
-			free = id
-			break
-		} else if err != nil {
-			return nil, false, err
+	base, err := s.cache.load(ctx, st, req.tenant, req.name)
+	switch {
+	case hippocam.ErrorCode(err) == hippocam.ENOTFOUND:
+		base = nil
+	case err != nil:
+		return nil, false, false, err
+	}
+	if base != nil {
+		if match, again, err := s.matches(req, base); err != nil || match {
+			return base, again, false, err
 		}
-		t := sess.Transcript
-		switch {
-		case t.Count < n && req.hashes[t.Count] == t.Hash:
-			if best := s.newestMatch(ctx, req, k); best != nil {
-				return best, false, nil
+	}
+	// The fork path: the forks that exist, newest first (numbers may have gaps after deletes).
+	list, err := st.Sessions(ctx, req.tenant)
+	if err != nil {
+		return nil, false, false, err
+	}
+	var forks []int
+	for _, info := range list {
+		if rest, ok := strings.CutPrefix(info.ID, req.name+"~"); ok {
+			if k, err := strconv.Atoi(rest); err == nil && k >= 2 {
+				forks = append(forks, k)
 			}
-			return sess, false, nil
-		case t.Answer != "" && t.PrevCount == n && req.hashes[n] == t.PrevHash:
-			return sess, true, nil
-		case t.Count == n && req.hashes[n] == t.Hash:
-			return nil, false, hippocam.Errorf(hippocam.EINVALID, "the history holds nothing new since the last answer")
 		}
 	}
-	if free == "" {
-		return nil, false, hippocam.Errorf(hippocam.ECONFLICT, "session %q has %d forks already; name a new session", req.name, maxForks)
+	sort.Sort(sort.Reverse(sort.IntSlice(forks)))
+	for _, k := range forks {
+		f, err := s.cache.load(ctx, st, req.tenant, forkName(req.name, k))
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		if match, again, err := s.matches(req, f); err != nil || match {
+			return f, again, false, err
+		}
 	}
-	sess := engine.NewSession(req.tenant, free, req.received.UTC())
-	if err := st.CreateSession(ctx, sess); err != nil {
-		return nil, false, err
-	}
-	if free != req.name {
-		s.log.Info("history diverged from the session; continuing in a fork", "tenant", req.tenant, "session", req.name, "fork", free)
+	id := req.name
+	if base != nil && base.Transcript.Count > 0 {
+		next := 2
+		if len(forks) > 0 {
+			next = forks[0] + 1
+		}
+		if next > maxForks {
+			return nil, false, false, hippocam.Errorf(hippocam.EINVALID, "session %q has %d forks already; name a new session (Hippocam-Session header)", req.name, maxForks)
+		}
+		id = forkName(req.name, next)
+		s.log.Info("history diverged from the session; continuing in a fork", "tenant", req.tenant, "session", req.name, "fork", id)
 		if m := s.cfg.Metrics; m != nil {
 			m.forks.Inc()
 		}
+	} else if base != nil {
+		return base, false, false, nil // created earlier but never advanced: take it over
 	}
-	return sess, false, nil
+	return engine.NewSession(req.tenant, id, req.received.UTC()), false, true, nil
 }
 
-// newestMatch looks at the forks after the k-th for a newer one the history also extends.
-func (s *Server) newestMatch(ctx context.Context, req *chatRequest, k int) *hippocam.Session {
-	var best *hippocam.Session
-	for j := k + 1; j <= maxForks; j++ {
-		sess, err := s.cache.load(ctx, s.cfg.Store, req.tenant, forkName(req.name, j))
-		if err != nil {
-			break
-		}
-		if t := sess.Transcript; t.Count < len(req.history) && req.hashes[t.Count] == t.Hash {
-			best = sess
-		}
+// matches reports whether the request continues sess (its history extends the transcript) or
+// retries its last request; EINVALID when the history repeats the transcript exactly.
+func (s *Server) matches(req *chatRequest, sess *hippocam.Session) (match, retry bool, err error) {
+	t, n := sess.Transcript, len(req.history)
+	switch {
+	case t.Count == 0:
+		return false, false, nil
+	case t.Count < n && req.hashes[t.Count] == t.Hash:
+		return true, false, nil
+	case t.Answer != "" && t.PrevCount == n && req.hashes[n] == t.PrevHash:
+		return true, true, nil
+	case t.Count == n && req.hashes[n] == t.Hash:
+		return false, false, hippocam.Errorf(hippocam.EINVALID, "the history holds nothing new since the last answer")
 	}
-	return best
+	return false, false, nil
 }
 
 // completion is the non-streamed response: the answer as the model would have given it.
@@ -417,4 +450,10 @@ func failureKind(err error) string {
 		return "conflict"
 	}
 	return "internal"
+}
+
+// lockKey serializes a session name with all of its forks: "x", "x~2" and "x~3" share one lock.
+func lockKey(tenant, id string) string {
+	base, _, _ := strings.Cut(id, "~")
+	return tenant + "\x00" + base
 }

@@ -136,10 +136,12 @@ func (s *Server) expand(w http.ResponseWriter, r *http.Request, tenant string) {
 // deleteSession is DELETE /api/sessions/{id}: the session and everything archived in it.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, tenant string) {
 	id := r.PathValue("id")
-	unlock := s.locks.lock(tenant + "\x00" + id)
+	unlock := s.locks.lock(lockKey(tenant, id))
 	defer unlock()
 	s.cache.drop(tenant, id)
-	if err := s.cfg.Store.DeleteSession(r.Context(), tenant, id); err != nil {
+	err := s.cfg.Store.DeleteSession(r.Context(), tenant, id)
+	s.cache.drop(tenant, id)
+	if err != nil {
 		writeError(w, err)
 		return
 	}

@@ -5,13 +5,14 @@
 //
 // Sessions. A request names its session with the Hippocam-Session header; without it, the
 // OpenAI `user` field names it; without that, the session is "auto-" followed by a hash of the
-// history's first message, so one conversation keeps one session. The agent resends its whole
+// history's opening up to its first user message, so one conversation keeps one session. The agent resends its whole
 // history on every call: the proxy checks that the history extends what the session has seen
 // (hippocam.Transcript), takes what is new and runs one engine step. A client that retries a
 // request whose answer it never received gets the same answer again, with no new step. A
 // history that does not extend the session is a fork: the session is left as it is, and the
 // conversation continues in the newest fork NAME~2, NAME~3… that it extends, or in a new fork
-// that starts from the whole history. The session actually used is returned in the
+// that starts from the whole history. A session or fork is stored only with its first committed
+// step, so a failed request leaves nothing behind. The session actually used is returned in the
 // Hippocam-Session response header.
 //
 // Tenants. With keys (Config.Keys), every endpoint but /healthz needs Authorization: Bearer KEY,
@@ -223,7 +224,10 @@ func writeError(w http.ResponseWriter, err error) {
 		case st >= 500:
 			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
 		case st == http.StatusUnauthorized || st == http.StatusForbidden:
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_auth_failed"
+			// The operator's upstream credentials were refused: say so without the provider's
+			// text, which may quote the key.
+			writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": "the upstream model refused Hippocam's credentials; the operator must check the upstream API key", "type": "upstream_error", "param": nil, "code": "upstream_auth_failed"}})
+			return
 		default:
 			status, typ = st, "invalid_request_error"
 		}

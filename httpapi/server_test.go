@@ -520,3 +520,83 @@ func mustEngineFor(t *testing.T, s *testServer) *engine.Engine {
 	}
 	return e
 }
+
+// A failed first request leaves no session behind, and a failed diverging request leaves no fork
+// that could capture the original conversation.
+func TestFailedRequestsLeaveNothing(t *testing.T) {
+	s := newServer(t, 8000, nil)
+	s.up.failStatus.Store(503)
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"!say hi"}]}`)
+	if r := s.do(t, "POST", "/v1/chat/completions", "", "ghost", body); r.status != 502 {
+		t.Fatalf("status %d", r.status)
+	}
+	if r := s.do(t, "GET", "/api/sessions/ghost", "", "", nil); r.status != 404 {
+		t.Fatalf("a failed first request left session ghost: %d", r.status)
+	}
+	s.up.failStatus.Store(0)
+	a := &agent{t: t, s: s, session: "x"}
+	a.user(false, "!say one")
+	s.up.failStatus.Store(503)
+	div, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: []wire.ChatMessage{{Role: "user", Content: wire.StringContent("!say other")}}})
+	if r := s.do(t, "POST", "/v1/chat/completions", "", "x", div); r.status != 502 {
+		t.Fatalf("status %d", r.status)
+	}
+	s.up.failStatus.Store(0)
+	_, rep := a.send(false, wire.ChatMessage{Role: "user", Content: wire.StringContent("!say two")})
+	if id := rep.header.Get(httpapi.SessionHeader); id != "x" {
+		t.Fatalf("the original conversation continued in %q", id)
+	}
+}
+
+// Forks are found however they are numbered: deleting one does not reroute the others.
+func TestForksSurviveDeletes(t *testing.T) {
+	s := newServer(t, 8000, nil)
+	open := func(text string) *agent {
+		a := &agent{t: t, s: s, session: "z"}
+		a.user(false, text)
+		return a
+	}
+	z1, z2, z3 := open("!say first"), open("!say second"), open("!say third")
+	_ = z1
+	_ = z2
+	if r := s.do(t, "DELETE", "/api/sessions/z~2", "", "", nil); r.status != 204 {
+		t.Fatalf("delete: %d", r.status)
+	}
+	_, rep := z3.send(false, wire.ChatMessage{Role: "user", Content: wire.StringContent("!say on")})
+	if id := rep.header.Get(httpapi.SessionHeader); id != "z~3" {
+		t.Fatalf("the third conversation continued in %q, want z~3", id)
+	}
+	n := open("!say fourth")
+	_, rep = n.send(false, wire.ChatMessage{Role: "user", Content: wire.StringContent("!say more")})
+	if id := rep.header.Get(httpapi.SessionHeader); id != "z~4" {
+		t.Fatalf("a new fork took %q, want z~4", id)
+	}
+}
+
+// Without a session header, conversations that share a system prompt but start with different
+// user messages get different sessions.
+func TestAutoSessionNames(t *testing.T) {
+	s := newServer(t, 8000, nil)
+	ids := map[string]bool{}
+	for _, task := range []string{"!say task one", "!say task two"} {
+		body, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: []wire.ChatMessage{{Role: "system", Content: wire.StringContent("You are an agent.")}, {Role: "user", Content: wire.StringContent(task)}}})
+		r := s.do(t, "POST", "/v1/chat/completions", "", "", body)
+		if r.status != 200 {
+			t.Fatalf("status %d %s", r.status, r.body)
+		}
+		ids[r.header.Get(httpapi.SessionHeader)] = true
+	}
+	if len(ids) != 2 {
+		t.Fatalf("sessions %v, want two different ones", ids)
+	}
+}
+
+// The upstream refusing the operator's key is a 502 that does not quote the provider.
+func TestUpstreamAuthFailureHidesDetails(t *testing.T) {
+	s := newServer(t, 8000, nil)
+	s.up.failStatus.Store(401)
+	r := s.do(t, "POST", "/v1/chat/completions", "", "k", []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	if r.status != 502 || bytes.Contains(r.body, []byte("upstream says")) {
+		t.Fatalf("status %d body %s", r.status, r.body)
+	}
+}
