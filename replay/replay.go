@@ -122,6 +122,9 @@ func Run(ctx context.Context, e *engine.Engine, st hippocam.Store, tenant, id st
 	for i, m := range expanded {
 		rep.Expanded[i] = ExpandedMessage{ID: m.ID, Role: m.Role, Kind: m.Kind, Content: m.Content, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls}
 	}
+	for _, role := range []hippocam.CallRole{hippocam.CallAgent, hippocam.CallJanus, hippocam.CallPrecip, hippocam.CallPalim} {
+		rep.LLMCalls[role], rep.Usage[role] = 0, RoleUsage{} // every role is reported, called or not
+	}
 	for role, u := range s.Usage {
 		rep.LLMCalls[role] = u.Calls
 		rep.Usage[role] = RoleUsage(u)
