@@ -1,8 +1,8 @@
-// Package bench measures context management side by side: generated workloads (workload.go) run
-// through several context policies (policy.go: Hippocam and the baselines users would pick
-// instead) with the simulated model, and the figures of each run are scored and reported
-// (report.go). `hippocam bench context` runs it; `hippocam bench overhead` measures the proxy
-// and the stores (overhead.go).
+// Package bench measures context management side by side: generated workloads (workload*.go)
+// run through several context policies (policies.go, policy_*.go: Hippocam, its ablations and the
+// baselines users would pick instead) with the simulated model; run.go drives them, score.go
+// judges the answers and report.go and svg.go write tables and plots. `hippocam bench context`
+// runs it; `hippocam bench overhead` measures the proxy and the stores (overhead*.go).
 package bench
 
 import (
