@@ -238,6 +238,11 @@ func (st *step) page(m *hippocam.Message, offset, room int) (string, string) {
 	head := fmt.Sprintf("%s1/1 · %s · %s", ChildMarker, m.Role, m.Kind)
 	if offset > 0 {
 		head += fmt.Sprintf(" · continued from byte %d of %d", offset, len(text))
+		if m.Consolidated() {
+			// The memory's own tag sits on its first page; repeat it, so that what this page
+			// says can be followed to the originals.
+			head += " · memory " + hippocam.RefTag(m.Ref)
+		}
 	}
 	if tok.Count(head)+tok.Count(rest)+2 <= room {
 		return head + "\n" + rest, fmt.Sprintf("%s · %s (shown before; recall it to reread it)", head, hippocam.RefTag(m.ID))
