@@ -296,6 +296,13 @@ func systemMessage(tok hippocam.Tokenizer) hippocam.Message {
 	return sized(tok, hippocam.Message{Role: hippocam.RoleSystem, Content: baselineSystemPrompt})
 }
 
+// frameTokens is the size of a component-style request (prompt, instruction, tool) without its
+// material.
+func frameTokens(tok hippocam.Tokenizer, prompt, instruction string, tool hippocam.Tool) int {
+	frame := []hippocam.Message{{Role: hippocam.RoleSystem, Content: prompt}, {Role: hippocam.RoleUser, Content: instruction}}
+	return hippocam.RequestTokens(tok, frame, []hippocam.Tool{tool})
+}
+
 // contractAnswer asks a component-style call (the request's last message is the instruction)
 // for one call of tool and passes its arguments to accept. As the engine does, a rejected answer
 // is quoted back with the problem, up to corrections times; after that the last problem is

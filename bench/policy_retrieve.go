@@ -85,14 +85,10 @@ func newRetrieveAgent(env Env) (Agent, error) {
 	if err := checkEnv(env); err != nil {
 		return nil, err
 	}
-	frame := []hippocam.Message{
-		{Role: hippocam.RoleSystem, Content: extractorPrompt},
-		{Role: hippocam.RoleUser, Content: extractorInstruction},
-	}
 	return &retrieveAgent{
 		env: env, p: paramsFor(env.Window), log: newChatLog(env.Tok), sys: systemMessage(env.Tok),
 		facts:          map[string]*storedFact{},
-		extractorFrame: hippocam.RequestTokens(env.Tok, frame, []hippocam.Tool{engine.PrecipToolSpec}),
+		extractorFrame: frameTokens(env.Tok, extractorPrompt, extractorInstruction, engine.PrecipToolSpec),
 	}, nil
 }
 

@@ -72,13 +72,9 @@ func newFlatSummaryAgent(env Env) (Agent, error) {
 	if err := checkEnv(env); err != nil {
 		return nil, err
 	}
-	frame := []hippocam.Message{
-		{Role: hippocam.RoleSystem, Content: summarizerPrompt},
-		{Role: hippocam.RoleUser, Content: summarizerInstruction},
-	}
 	return &summaryAgent{
 		env: env, p: paramsFor(env.Window), log: newChatLog(env.Tok), sys: systemMessage(env.Tok),
-		summarizerFrame: hippocam.RequestTokens(env.Tok, frame, []hippocam.Tool{engine.PalimToolSpec}),
+		summarizerFrame: frameTokens(env.Tok, summarizerPrompt, summarizerInstruction, engine.PalimToolSpec),
 	}, nil
 }
 

@@ -214,7 +214,7 @@ type upstreamStatus interface {
 // writeError maps err once to an HTTP status and OpenAI's error JSON. Internal details never
 // reach the client.
 func writeError(w http.ResponseWriter, err error) {
-	status, typ, code := http.StatusInternalServerError, "server_error", ""
+	status, typ, code, msg := http.StatusInternalServerError, "server_error", "", hippocam.ErrorMessage(err)
 	var up upstreamStatus
 	if errors.As(err, &up) {
 		st, wait := up.UpstreamStatus()
@@ -226,8 +226,8 @@ func writeError(w http.ResponseWriter, err error) {
 		case st == http.StatusUnauthorized || st == http.StatusForbidden:
 			// The operator's upstream credentials were refused: say so without the provider's
 			// text, which may quote the key.
-			writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]any{"message": "the upstream model refused Hippocam's credentials; the operator must check the upstream API key", "type": "upstream_error", "param": nil, "code": "upstream_auth_failed"}})
-			return
+			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_auth_failed"
+			msg = "the upstream model refused Hippocam's credentials; the operator must check the upstream API key"
 		default:
 			status, typ = st, "invalid_request_error"
 		}
@@ -252,7 +252,7 @@ func writeError(w http.ResponseWriter, err error) {
 			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
 		}
 	}
-	body := map[string]any{"message": hippocam.ErrorMessage(err), "type": typ, "param": nil, "code": nil}
+	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
 	if code != "" {
 		body["code"] = code
 	}

@@ -6,13 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 
 	"github.com/hippocam/hippocam/bench"
 	"github.com/hippocam/hippocam/openai"
-	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
 )
 
@@ -178,12 +176,7 @@ func (c *BenchCommand) runContext(ctx context.Context) error {
 		Workloads: workloads,
 		Policies:  policies,
 		Env: func() (bench.Env, error) {
-			model, err := openai.New(openai.Config{
-				BaseURL:    "http://sim.local/v1",
-				Model:      sim.ModelID,
-				HTTPClient: &http.Client{Transport: sim.New(tok).Transport()},
-				MaxRetries: 0,
-			})
+			model, err := openai.New(simClient(tok))
 			return bench.Env{Model: model, Tok: tok, Window: c.Context.Window, Prices: c.Context.Prices}, err
 		},
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/replay"
 	"github.com/hippocam/hippocam/scenario"
-	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
 )
@@ -66,12 +64,7 @@ func (c *ReplayCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	model, err := openai.New(openai.Config{
-		BaseURL:    "http://sim.local/v1",
-		Model:      "hippocam-sim",
-		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()},
-		MaxRetries: 0,
-	})
+	model, err := openai.New(simClient(tok))
 	if err != nil {
 		return err
 	}

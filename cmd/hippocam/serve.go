@@ -25,7 +25,6 @@ import (
 	"github.com/hippocam/hippocam/replay"
 	"github.com/hippocam/hippocam/scenario"
 	"github.com/hippocam/hippocam/scenarios"
-	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
 	"github.com/hippocam/hippocam/viewer"
@@ -110,8 +109,8 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	mcfg := openai.DefaultConfig()
 	mcfg.BaseURL, mcfg.APIKey, mcfg.Model, mcfg.Logger = c.Upstream, c.APIKey, c.Model, log
 	if c.Demo {
-		mcfg.BaseURL, mcfg.Model = "http://sim.local/v1", sim.ModelID
-		mcfg.HTTPClient = &http.Client{Transport: sim.New(tok).Transport()}
+		demo := simClient(tok)
+		mcfg.BaseURL, mcfg.Model, mcfg.HTTPClient = demo.BaseURL, demo.Model, demo.HTTPClient
 	}
 	model, err := openai.New(mcfg)
 	if err != nil {

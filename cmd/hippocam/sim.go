@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/openai"
+
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
 )
@@ -61,3 +64,14 @@ func (c *SimCommand) Run(ctx context.Context) error {
 
 // Close has nothing left to release: Run's shutdown closed the listener.
 func (c *SimCommand) Close() error { return nil }
+
+// simClient is the model-client configuration that talks to a fresh in-process simulated model,
+// through the real wire client and no socket (replay, bench and serve --demo use it).
+func simClient(tok hippocam.Tokenizer) openai.Config {
+	return openai.Config{
+		BaseURL:    "http://sim.local/v1",
+		Model:      sim.ModelID,
+		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()},
+		MaxRetries: 0,
+	}
+}
