@@ -50,17 +50,29 @@ func (e *Engine) agentFrame(tools []hippocam.Tool, withRecall bool) int {
 
 // agentRequest builds the main-model request over the current context.
 func (st *step) agentRequest(withRecall bool) *hippocam.Request {
-	msgs := make([]hippocam.Message, 0, len(st.s.Context)+1)
-	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
-	msgs = append(msgs, st.s.Context...)
-	tools := append([]hippocam.Tool(nil), st.in.Tools...)
 	choice := st.in.ToolChoice
-	if withRecall {
-		tools = append(tools, RecallToolSpec)
-	} else if choice == RecallTool {
+	if !withRecall && choice == RecallTool {
 		choice = ""
 	}
-	return &hippocam.Request{Role: hippocam.CallAgent, Model: st.in.Model, Messages: msgs, Tools: tools, ToolChoice: choice, Extra: st.in.Extra}
+	return &hippocam.Request{Role: hippocam.CallAgent, Model: st.in.Model, Messages: st.requestPrefix(len(st.s.Context)),
+		Tools: st.agentTools(withRecall), ToolChoice: choice, Extra: st.in.Extra}
+}
+
+// requestPrefix is the messages every request over the context starts with: the system message
+// and the context's first end messages.
+func (st *step) requestPrefix(end int) []hippocam.Message {
+	msgs := make([]hippocam.Message, 0, end+2)
+	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
+	return append(msgs, st.s.Context[:end]...)
+}
+
+// agentTools is the tool list of the main model's requests: the agent's own tools and recall.
+func (st *step) agentTools(withRecall bool) []hippocam.Tool {
+	tools := append([]hippocam.Tool(nil), st.in.Tools...)
+	if withRecall {
+		tools = append(tools, RecallToolSpec)
+	}
+	return tools
 }
 
 // answer obtains the main model's final answer. Recall exchanges stay in the context only while

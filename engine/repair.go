@@ -27,8 +27,8 @@ func (e *errGaveUp) Error() string {
 // Corrections times; after that, errGaveUp. Errors of the model itself are returned as they are,
 // and a request that would not fit the window is not sent.
 func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, end int, instruction string, tool hippocam.Tool, accept func(args string) error) error {
-	prefix := st.agentRequest(true)
-	msgs := append(prefix.Messages[:1:1], st.s.Context[:end]...)
+	msgs := st.requestPrefix(end)
+	tools := st.agentTools(true)
 	head := rolePrompt + "\n\n---\n\n"
 	format := "\n\nAnswer with one JSON object and nothing else, following this JSON Schema:\n" + string(tool.Parameters)
 	if st.e.cfg.SharedPrompts {
@@ -41,7 +41,7 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		req := &hippocam.Request{
 			Role:       role,
 			Messages:   append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format}),
-			Tools:      prefix.Tools,
+			Tools:      tools,
 			ToolChoice: "none",
 		}
 		w := st.e.cfg.Window
