@@ -36,7 +36,15 @@ const (
 	KindGuidance     Kind = "guidance"
 	KindIntentMemory Kind = "intent_memory"
 	KindPrefixMemory Kind = "prefix_memory"
+	// KindFraming marks where the session's framing (the agent's leading system and developer
+	// messages) changed; its Ref holds that version's messages. KindBranch stands where an answer
+	// was regenerated; its Ref holds the earlier answer. Neither is ever sent to a model.
+	KindFraming Kind = "framing"
+	KindBranch  Kind = "branch"
 )
+
+// Hidden reports whether messages of kind k are bookkeeping that no model request carries.
+func (k Kind) Hidden() bool { return k == KindFraming || k == KindBranch }
 
 // ToolCall is one call the model asked for.
 type ToolCall struct {
@@ -83,8 +91,13 @@ type Message struct {
 	// Trace holds the recall exchanges the model made before this answer. They are copies of
 	// archived messages, kept for inspection and never treated as new evidence.
 	Trace []Message `json:"trace,omitempty"`
-	// Extra keeps, verbatim, the fields of the wire message Hippocam does not interpret.
+	// Extra keeps, verbatim, the fields of an OpenAI chat message Hippocam does not interpret
+	// (only the chat format sets it), so that the chat adapter sends them on unchanged.
 	Extra json.RawMessage `json:"extra,omitempty"`
+	// Parts holds the content that is not text (images, audio, files), in order.
+	Parts []Part `json:"parts,omitempty"`
+	// Origin is the wire form the message arrived in, byte for byte (raw messages only).
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // Consolidated reports whether m stands for archived originals.

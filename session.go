@@ -91,6 +91,7 @@ func (s *Session) Clone() *Session {
 	c.StackLog = append([]StackEvent(nil), s.StackLog...)
 	c.Rounds = append([]int(nil), s.Rounds...)
 	c.Usage = s.Usage.Clone()
+	c.Transcript.Framing = append([]Message(nil), s.Transcript.Framing...)
 	return &c
 }
 
@@ -102,6 +103,8 @@ type SessionInfo struct {
 	Depth          int            `json:"depth"`
 	Consolidations Consolidations `json:"consolidations"`
 	UpdatedAt      time.Time      `json:"updated_at"`
+	// Fork is the session's origin when it is a fork.
+	Fork *Fork `json:"fork,omitempty"`
 }
 
 // Change is one step's state change, committed atomically by a Store. Ops are applied in order
@@ -137,12 +140,40 @@ type Transcript struct {
 	// retries a request whose answer it never received resends exactly that history.
 	PrevCount int    `json:"prev_count"`
 	PrevHash  string `json:"prev_hash"`
-	// Answer is the id of the last answer, to send again to such a client.
-	Answer string `json:"answer,omitempty"`
+	// Answer is the id of the last answer, to send again to such a client, and RequestKey the
+	// idempotency key of the request it answered (when the client sent one).
+	Answer     string `json:"answer,omitempty"`
+	RequestKey string `json:"request_key,omitempty"`
+	// Framing is the current version of the session's framing: the agent's leading system and
+	// developer messages, which are not transcript (a change makes a new version, never a fork).
+	// FramingHash fingerprints it (FramingHash); every version is kept in the archive, beneath
+	// the KindFraming message that marks where it took effect.
+	Framing     []Message `json:"framing,omitempty"`
+	FramingHash string    `json:"framing_hash,omitempty"`
+	// Fork says where the session came from, when it is a fork of another.
+	Fork *Fork `json:"fork,omitempty"`
+}
+
+// Fork records the origin of a session that continues a diverging history: the session it
+// diverged from and how many transcript messages the two have in common.
+type Fork struct {
+	From string `json:"from"`
+	At   int    `json:"at"`
+}
+
+// FramingHash fingerprints a framing: the roles, texts and parts of its messages.
+func FramingHash(framing []Message) string {
+	h := ""
+	for i := range framing {
+		h = TranscriptHash(h, &framing[i])
+	}
+	return h
 }
 
 // TranscriptHash extends the chained hash prev by one message, over what the agent can resend
-// unchanged: role, text, tool calls and the tool-call id.
+// unchanged: role, text, non-text parts, tool calls and the tool-call id. Tool-call arguments
+// count as JSON values (CanonicalJSON), so a client that re-serializes them continues the same
+// transcript.
 func TranscriptHash(prev string, m *Message) string {
 	h := sha256.New()
 	field := func(s string) {
@@ -158,7 +189,14 @@ func TranscriptHash(prev string, m *Message) string {
 	for _, c := range m.ToolCalls {
 		field(c.ID)
 		field(c.Name)
-		field(c.Arguments)
+		field(CanonicalJSON(c.Arguments))
+	}
+	for _, p := range m.Parts {
+		field(p.Type)
+		field(p.MediaType)
+		field(p.Data)
+		field(p.URL)
+		field(p.FileID)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -19,6 +19,11 @@ type Store interface {
 	Children(ctx context.Context, tenant, sessionID, ref string) ([]Message, error)
 	// Message returns one message of the session, in the context or archived. ENOTFOUND if none.
 	Message(ctx context.Context, tenant, sessionID, id string) (*Message, error)
+	// FindSessions returns the ids of the tenant's sessions whose transcript hash
+	// (Transcript.Hash) or hash before the last answer (Transcript.PrevHash) is hash, most
+	// recently updated first. It is how a history that names no session finds the one it
+	// continues.
+	FindSessions(ctx context.Context, tenant, hash string) ([]string, error)
 	// Sessions lists a tenant's sessions, most recently updated first.
 	Sessions(ctx context.Context, tenant string) ([]SessionInfo, error)
 	// DeleteSession removes a session and everything archived in it. ENOTFOUND if none.

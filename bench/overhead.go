@@ -32,7 +32,7 @@ import (
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 	_ "modernc.org/sqlite" // the "sqlite" driver, for bulk loads into the store's file
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/hippocam/hippocam/inmem"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // T is what the helpers need of *testing.T and *rapid.T.

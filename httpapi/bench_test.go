@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // BenchmarkProxyOverhead measures, side by side in one run, the latency of a chat request sent

@@ -19,7 +19,7 @@ import (
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // upstream is the simulated model over HTTP, with switchable failures for the main model.

@@ -101,7 +101,24 @@ func snapshot(s *hippocam.Session) hippocam.Session {
 	if s.Usage != nil {
 		c.Usage = s.Usage.Clone()
 	}
+	c.Transcript = cloneTranscript(s.Transcript)
 	return c
+}
+
+// cloneTranscript returns a deep copy of t.
+func cloneTranscript(t hippocam.Transcript) hippocam.Transcript {
+	if t.Framing != nil {
+		f := make([]hippocam.Message, len(t.Framing))
+		for i, m := range t.Framing {
+			f[i] = cloneMessage(m)
+		}
+		t.Framing = f
+	}
+	if t.Fork != nil {
+		f := *t.Fork
+		t.Fork = &f
+	}
+	return t
 }
 
 // cloneMessage returns a deep copy of m; nil and empty slices stay as they were.
@@ -109,6 +126,11 @@ func cloneMessage(m hippocam.Message) hippocam.Message {
 	m.ToolCalls = slices.Clone(m.ToolCalls)
 	m.Knowledge = slices.Clone(m.Knowledge)
 	m.Extra = json.RawMessage(slices.Clone([]byte(m.Extra)))
+	m.Parts = slices.Clone(m.Parts)
+	if m.Origin != nil {
+		o := *m.Origin
+		m.Origin = &o
+	}
 	if m.Trace != nil {
 		trace := make([]hippocam.Message, len(m.Trace))
 		for i, t := range m.Trace {

@@ -172,12 +172,32 @@ func (st *Store) Sessions(ctx context.Context, tenant string) ([]hippocam.Sessio
 		}
 		out = append(out, hippocam.SessionInfo{
 			Tenant: k.tenant, ID: k.id, Messages: len(ss.context), Depth: len(ss.snap.Stack),
-			Consolidations: ss.snap.Consolidations, UpdatedAt: ss.snap.UpdatedAt,
+			Consolidations: ss.snap.Consolidations, UpdatedAt: ss.snap.UpdatedAt, Fork: cloneTranscript(ss.snap.Transcript).Fork,
 		})
 	}
 	slices.SortFunc(out, func(a, b hippocam.SessionInfo) int {
 		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), cmp.Compare(a.ID, b.ID))
 	})
+	return out, nil
+}
+
+// FindSessions returns the ids of the tenant's sessions whose transcript hash or hash before
+// the last answer is hash, most recently updated first.
+func (st *Store) FindSessions(ctx context.Context, tenant, hash string) ([]string, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	list, _ := st.Sessions(ctx, tenant)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	var out []string
+	for _, in := range list {
+		if ss, ok := st.sessions[key{tenant, in.ID}]; ok {
+			if t := ss.snap.Transcript; t.Hash == hash || t.PrevHash == hash {
+				out = append(out, in.ID)
+			}
+		}
+	}
 	return out, nil
 }
 

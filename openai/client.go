@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // Log keys.

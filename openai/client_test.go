@@ -14,7 +14,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/openai"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // MustClient starts a test server running h and returns a client for it with small timeouts

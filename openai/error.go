@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // StatusError is an answer of the endpoint with a status other than 2xx. It is returned after

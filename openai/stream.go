@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // Stream sends req as a streamed chat completion (stream: true, with a final usage chunk),

@@ -29,9 +29,10 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		// commit from the same version waits here, then finds the version moved.
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET version = version + 1, seq = $1, stack = $2, stack_log = $3,
 			rounds = $4, usage = $5, consolidations = $6, transcript = $7, depth = $8, messages = messages + $9,
-			updated_at = $10 WHERE tenant = $11 AND id = $12 AND version = $13`,
+			updated_at = $10, head = $14, prev_head = $15, fork = $16 WHERE tenant = $11 AND id = $12 AND version = $13`,
 			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
-			sqlstore.ContextGrowth(ch.Ops), now, s.Tenant, s.ID, ch.From)
+			sqlstore.ContextGrowth(ch.Ops), now, s.Tenant, s.ID, ch.From,
+			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s))
 		if err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent strin
 		return false, err
 	}
 	tag, err := c.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+sqlstore.MessageColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (tenant, session_id, id) DO NOTHING`,
 		append([]any{c.tenant, c.session, parent, pos}, args...)...)
 	if err != nil {

@@ -70,7 +70,7 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 
 // Sessions lists the tenant's sessions, most recently updated first (ties by id).
 func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionInfo, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, messages, depth, consolidations, updated_at
+	rows, err := db.pool.Query(ctx, `SELECT id, messages, depth, consolidations, updated_at, fork
 		FROM sessions WHERE tenant = $1 ORDER BY updated_at DESC, id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: sessions: %w", err)
@@ -80,19 +80,44 @@ func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionIn
 	for rows.Next() {
 		in := hippocam.SessionInfo{Tenant: tenant}
 		var consolidations []byte
-		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &in.UpdatedAt); err != nil {
+		var fork string
+		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &in.UpdatedAt, &fork); err != nil {
 			return nil, fmt.Errorf("postgres: sessions: %w", err)
 		}
 		if err := json.Unmarshal(consolidations, &in.Consolidations); err != nil {
 			return nil, fmt.Errorf("postgres: sessions: %s: %w", in.ID, err)
 		}
 		in.UpdatedAt = in.UpdatedAt.UTC()
+		in.Fork = sqlstore.ParseFork(fork)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: sessions: %w", err)
 	}
 	return out, nil
+}
+
+// FindSessions returns the ids of the tenant's sessions whose transcript hash or hash before
+// the last answer is hash, most recently updated first.
+func (db *DB) FindSessions(ctx context.Context, tenant, hash string) ([]string, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT id FROM sessions WHERE tenant = $1 AND (head = $2 OR prev_head = $2)
+		ORDER BY updated_at DESC, id`, tenant, hash)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: find sessions: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("postgres: find sessions: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // DeleteSession removes the session and, by cascade, all of its messages. ENOTFOUND if none.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/scenario"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // sessionHeader names the proxy session a request belongs to (the proxy's Hippocam-Session).

@@ -19,7 +19,7 @@ import (
 	"github.com/hippocam/hippocam/scenario"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // httpScenario exercises a greeting, parallel calls with arguments long enough to be streamed in

@@ -9,7 +9,7 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 func TestAgentDirectives(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // maxBody bounds a request body.

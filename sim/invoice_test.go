@@ -9,7 +9,7 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/sim"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // TestInvoiceExample walks SIM.md's tiny invoice scenario at the level of model calls, playing

@@ -17,7 +17,7 @@ import (
 	"sync"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/wire"
+	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // ModelID is the model the simulation lists at GET /v1/models and names in its answers when a

@@ -28,9 +28,11 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		// Bump the version first: the row is the commit's claim on the session.
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
-			rounds = ?, usage = ?, consolidations = ?, transcript = ?, depth = ?, messages = messages + ?, updated_at = ?
+			rounds = ?, usage = ?, consolidations = ?, transcript = ?, head = ?, prev_head = ?, fork = ?, depth = ?,
+			messages = messages + ?, updated_at = ?
 			WHERE tenant = ? AND id = ? AND version = ?`,
-			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
+			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript,
+			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), len(s.Stack),
 			sqlstore.ContextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From)
 		if err != nil {
 			return err
@@ -88,7 +90,7 @@ func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent strin
 		return false, err
 	}
 	res, err := c.tx.ExecContext(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+sqlstore.MessageColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, session_id, id) DO NOTHING`,
 		append([]any{c.tenant, c.session, parent, pos}, args...)...)
 	if err != nil {

@@ -71,7 +71,7 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 
 // Sessions lists the tenant's sessions, most recently updated first (ties by id).
 func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionInfo, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT id, messages, depth, consolidations, updated_at
+	rows, err := db.read.QueryContext(ctx, `SELECT id, messages, depth, consolidations, updated_at, fork
 		FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
@@ -80,21 +80,45 @@ func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionIn
 	var out []hippocam.SessionInfo
 	for rows.Next() {
 		in := hippocam.SessionInfo{Tenant: tenant}
-		var consolidations string
+		var consolidations, fork string
 		var updated int64
-		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &updated); err != nil {
+		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &updated, &fork); err != nil {
 			return nil, fmt.Errorf("sqlite: sessions: %w", err)
 		}
 		if err := json.Unmarshal([]byte(consolidations), &in.Consolidations); err != nil {
 			return nil, fmt.Errorf("sqlite: sessions: %s: %w", in.ID, err)
 		}
 		in.UpdatedAt = time.UnixMicro(updated).UTC()
+		in.Fork = sqlstore.ParseFork(fork)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
 	}
 	return out, nil
+}
+
+// FindSessions returns the ids of the tenant's sessions whose transcript hash or hash before
+// the last answer is hash, most recently updated first.
+func (db *DB) FindSessions(ctx context.Context, tenant, hash string) ([]string, error) {
+	if hash == "" {
+		return nil, nil
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT id FROM sessions WHERE tenant = ? AND (head = ? OR prev_head = ?)
+		ORDER BY updated_at DESC, id`, tenant, hash, hash)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: find sessions: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("sqlite: find sessions: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // DeleteSession removes the session and, by cascade, all of its messages. ENOTFOUND if none.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ func roundTripMessages() []hippocam.Message {
 		{ID: "m3", Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: "call_2", Content: "nul\x00inside\x00"},
 		{ID: "m4", Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: strings.Repeat("lorem ipsum ünïcödé ✓ ", 50000), Tokens: 250000},
 		{ID: "m5", Role: hippocam.RoleUser, Kind: hippocam.KindGuidance},
+		{ID: "m9", Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: "look",
+			Parts:  []hippocam.Part{{Type: hippocam.PartImage, MediaType: "image/png", Data: "iVBORw0KGgo=", Detail: "low", Format: hippocam.FormatAnthropic, Raw: `{"type": "image",  "source":{"type":"base64"}}`}},
+			Origin: &hippocam.Origin{Format: hippocam.FormatAnthropic, Raw: "{\"role\" :\"user\",\n \"content\": [ {\"x\":\"<&>\"} ] }"}},
 		{ID: "m6", Role: hippocam.RoleSystem, Kind: hippocam.KindRaw, Content: "  padded\r\n",
 			ToolCalls: []hippocam.ToolCall{}, Knowledge: []hippocam.KnowledgeItem{}, Trace: []hippocam.Message{}, Extra: json.RawMessage{}},
 	}
@@ -70,7 +74,9 @@ func testRoundTrip(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	}
 	// Commit must store the new transcript, not keep the one CreateSession stored.
 	s.Transcript = hippocam.Transcript{Count: 7, Hash: "a665a45920422f9d417e4867efdc4fb8",
-		PrevCount: 5, PrevHash: "9f86d081884c7d659a2feaa0c55ad015", Answer: "m6"}
+		PrevCount: 5, PrevHash: "9f86d081884c7d659a2feaa0c55ad015", Answer: "m6", RequestKey: "stainless-node-retry-1",
+		Framing:     []hippocam.Message{{ID: "m0", Role: hippocam.RoleSystem, Kind: hippocam.KindRaw, Content: "be brief", Origin: &hippocam.Origin{Format: hippocam.FormatChat, Raw: `{"role":"developer","content":"be brief"}`}}},
+		FramingHash: "abc", Fork: &hippocam.Fork{From: "origin", At: 4}}
 	msgs := roundTripMessages()
 	var ops []hippocam.Op
 	for _, m := range msgs {
@@ -101,7 +107,7 @@ func testRoundTrip(t *testing.T, open func(t *testing.T) hippocam.Store) {
 			{Fact: "the user prefers trains", Evaluation: hippocam.EvalNeutral},
 		},
 	}
-	mustCommit(t, st, s, hippocam.ReplaceOp([]string{"m1", "m2", "m3", "m4", "m5", "m6"}, prefix))
+	mustCommit(t, st, s, hippocam.ReplaceOp([]string{"m1", "m2", "m3", "m4", "m5", "m9", "m6"}, prefix))
 	kids, err := st.Children(t.Context(), s.Tenant, s.ID, "r1")
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +119,7 @@ func testRoundTrip(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	if d := diffMessages([]hippocam.Message{prefix}, got.Context); d != "" {
 		t.Error("memory: " + d)
 	}
-	if got.Transcript != s.Transcript {
+	if !reflect.DeepEqual(got.Transcript, s.Transcript) {
 		t.Errorf("Transcript after a replace = %#v, want %#v", got.Transcript, s.Transcript)
 	}
 	if got.CreatedAt.Location() != time.UTC && got.CreatedAt.Location().String() != "UTC" {

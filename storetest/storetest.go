@@ -26,6 +26,7 @@ func Run(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	t.Run("Children", func(t *testing.T) { testChildren(t, open) })
 	t.Run("Message", func(t *testing.T) { testMessage(t, open) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, open) })
+	t.Run("FindSessions", func(t *testing.T) { testFindSessions(t, open) })
 	t.Run("DeleteSession", func(t *testing.T) { testDeleteSession(t, open) })
 	t.Run("TenantIsolation", func(t *testing.T) { testTenantIsolation(t, open) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open) })
@@ -172,6 +173,39 @@ func testMessage(t *testing.T, open func(t *testing.T) hippocam.Store) {
 			}
 		}
 	})
+}
+
+func testFindSessions(t *testing.T, open func(t *testing.T) hippocam.Store) {
+	st := open(t)
+	a := mustCreate(t, st, "acme", "a")
+	b := mustCreate(t, st, "acme", "b")
+	other := mustCreate(t, st, "umbrella", "c")
+	a.Transcript = hippocam.Transcript{Count: 2, Hash: "h2", PrevCount: 1, PrevHash: "h1"}
+	appendRaw(t, st, a, "m1")
+	tick()
+	b.Transcript = hippocam.Transcript{Count: 4, Hash: "h4", PrevCount: 3, PrevHash: "h2", Fork: &hippocam.Fork{From: "a", At: 2}}
+	appendRaw(t, st, b, "m1")
+	other.Transcript = hippocam.Transcript{Count: 2, Hash: "h2"}
+	appendRaw(t, st, other, "m1")
+	for _, c := range []struct {
+		hash string
+		want []string
+	}{{"h2", []string{"b", "a"}}, {"h1", []string{"a"}}, {"h4", []string{"b"}}, {"h9", nil}, {"", nil}} {
+		got, err := st.FindSessions(t.Context(), "acme", c.hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("FindSessions(%q) = %v, want %v", c.hash, got, c.want)
+		}
+	}
+	list, err := st.Sessions(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Fork == nil || *list[0].Fork != (hippocam.Fork{From: "a", At: 2}) || list[1].Fork != nil {
+		t.Errorf("listing forks: %+v", list)
+	}
 }
 
 func testSessions(t *testing.T, open func(t *testing.T) hippocam.Store) {

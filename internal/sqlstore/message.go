@@ -9,7 +9,7 @@ import (
 
 // MessageColumns are the messages columns that hold a Message's fields, in the order of
 // MessageArgs and ScanMessage.
-const MessageColumns = `id, role, kind, content, tool_calls, tool_call_id, ref, tokens, knowledge, trace, extra`
+const MessageColumns = `id, role, kind, content, tool_calls, tool_call_id, ref, tokens, knowledge, trace, extra, source`
 
 // Row is one result row: *sql.Row and *sql.Rows, pgx.Row and pgx.Rows.
 type Row interface {
@@ -21,9 +21,9 @@ type Row interface {
 func ScanMessage[T Text](row Row) (hippocam.Message, error) {
 	var m hippocam.Message
 	var content T
-	var toolCalls, knowledge, trace, extra []byte
+	var toolCalls, knowledge, trace, extra, src []byte
 	err := row.Scan(&m.ID, &m.Role, &m.Kind, &content, &toolCalls, &m.ToolCallID, &m.Ref, &m.Tokens,
-		&knowledge, &trace, &extra)
+		&knowledge, &trace, &extra, &src)
 	if err != nil {
 		return m, err
 	}
@@ -45,6 +45,13 @@ func ScanMessage[T Text](row Row) (hippocam.Message, error) {
 	}
 	if extra != nil {
 		m.Extra = json.RawMessage(extra)
+	}
+	if src != nil {
+		var sc source
+		if err := json.Unmarshal(src, &sc); err != nil {
+			return m, fmt.Errorf("message %s: source: %w", m.ID, err)
+		}
+		m.Parts, m.Origin = sc.Parts, sc.Origin
 	}
 	return m, nil
 }
@@ -72,8 +79,19 @@ func MessageArgs[T Text](m *hippocam.Message) ([]any, error) {
 	if m.Extra != nil {
 		extra = T(m.Extra)
 	}
+	src, err := jsonOrNull[T](source{Parts: m.Parts, Origin: m.Origin}, m.Parts == nil && m.Origin == nil)
+	if err != nil {
+		return nil, invalidMessage(m, err)
+	}
 	return []any{m.ID, string(m.Role), string(m.Kind), T(m.Content), toolCalls, m.ToolCallID, m.Ref, m.Tokens,
-		knowledge, trace, extra}, nil
+		knowledge, trace, extra, src}, nil
+}
+
+// source is the JSON of the messages.source column: a message's non-text parts and its wire
+// origin.
+type source struct {
+	Parts  []hippocam.Part  `json:"parts,omitempty"`
+	Origin *hippocam.Origin `json:"origin,omitempty"`
 }
 
 func jsonOrNull[T Text](v any, isNil bool) (any, error) {

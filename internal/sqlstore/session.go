@@ -34,6 +34,28 @@ func SessionExists(id string) error {
 	return hippocam.Errorf(hippocam.ECONFLICT, "session %q exists", id)
 }
 
+// ForkColumn is the sessions.fork value of s: its Transcript.Fork as JSON, or "" for a session
+// that is no fork.
+func ForkColumn(s *hippocam.Session) string {
+	if s.Transcript.Fork == nil {
+		return ""
+	}
+	b, _ := json.Marshal(s.Transcript.Fork)
+	return string(b)
+}
+
+// ParseFork reads a sessions.fork value.
+func ParseFork(col string) *hippocam.Fork {
+	if col == "" {
+		return nil
+	}
+	var f hippocam.Fork
+	if json.Unmarshal([]byte(col), &f) != nil {
+		return nil
+	}
+	return &f
+}
+
 // Snapshot is a session's snapshot fields (Stack, StackLog, Rounds, Usage, Consolidations,
 // Transcript) as the JSON of the sessions columns that hold them, in the driver's Text type.
 type Snapshot[T Text] struct {

@@ -1,5 +1,5 @@
-// Package wire holds the OpenAI chat-completions JSON shapes that Hippocam reads and writes: the
-// model client, the simulated model and the proxy all speak through these types. Every object
+// Package wire holds the OpenAI JSON shapes that Hippocam reads and writes, the openai adapter's
+// own types: the model client, the simulated model and the proxy all speak through them. Every object
 // keeps the fields it does not know in Extra and writes them back unchanged, so that a proxy
 // passes through what it does not use.
 package wire
