@@ -29,10 +29,10 @@ import (
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
 	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/openai/wire"
 	_ "modernc.org/sqlite" // the "sqlite" driver, for bulk loads into the store's file
 )
 

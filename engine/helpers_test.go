@@ -11,9 +11,9 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // T is what the helpers need of *testing.T and *rapid.T.

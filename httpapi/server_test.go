@@ -16,10 +16,10 @@ import (
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
 	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // upstream is the simulated model over HTTP, with switchable failures for the main model.

@@ -15,8 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/scenario"
 	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/scenario"
 )
 
 // sessionHeader names the proxy session a request belongs to (the proxy's Hippocam-Session).

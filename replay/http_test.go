@@ -15,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/replay"
 	"github.com/hippocam/hippocam/scenario"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // httpScenario exercises a greeting, parallel calls with arguments long enough to be streamed in

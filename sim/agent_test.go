@@ -8,8 +8,8 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
-	"github.com/hippocam/hippocam/tokenizer"
 	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/tokenizer"
 )
 
 func TestAgentDirectives(t *testing.T) {

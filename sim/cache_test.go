@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // streamTokens is the length of the token stream the cache reads for req: the prompt tokens

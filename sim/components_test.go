@@ -7,8 +7,8 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
-	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/sim"
 )
 
 const janusInstruction = "Evaluate the intent stack against the conversation above.\nCurrent stack (outermost first):\n(empty)\nCall update_intents with your decision."

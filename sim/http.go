@@ -40,6 +40,18 @@ func (m *Model) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.serveChat(w, r)
+	case strings.HasSuffix(path, "/responses"):
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST for responses")
+			return
+		}
+		m.serveResponses(w, r)
+	case strings.HasSuffix(path, "/messages"):
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST for messages")
+			return
+		}
+		m.serveMessages(w, r)
 	case strings.HasSuffix(path, "/models"):
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET to list models")

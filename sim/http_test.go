@@ -13,8 +13,8 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
-	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/sim"
 )
 
 // endpoint is a way to reach a simulated model over HTTP: a real server or the in-process

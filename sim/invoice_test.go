@@ -8,8 +8,8 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
-	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/sim"
 )
 
 // TestInvoiceExample walks SIM.md's tiny invoice scenario at the level of model calls, playing

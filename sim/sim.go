@@ -50,13 +50,6 @@ func New(tok hippocam.Tokenizer) *Model {
 // unknown role, a request without messages, messages it cannot read, and a component request
 // (janus, precip, palim) that does not end with its instruction as a user message.
 func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.ChatResponse, error) {
-	role, err := callRole(string(role))
-	if err != nil {
-		return nil, err
-	}
-	if m.tok == nil {
-		return nil, hippocam.Errorf(hippocam.EINVALID, "the simulated model has no tokenizer")
-	}
 	if req == nil || len(req.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "messages: at least one message is required")
 	}
@@ -64,8 +57,45 @@ func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.C
 	if err != nil {
 		return nil, err
 	}
+	digest, err := requestDigest(role, req)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := m.Answer(role, msgs, tools, string(req.ToolChoice) == `"none"`, digest)
+	if err != nil {
+		return nil, err
+	}
+	return response(req.Model, rep), nil
+}
+
+// Reply is the simulation's answer to one request, whatever its wire format: the assistant
+// message (tool calls with their ids), the finish reason ("stop" or "tool_calls") and the usage.
+type Reply struct {
+	Message      hippocam.Message
+	FinishReason string
+	Usage        hippocam.CallUsage
+	// Digest identifies the request (hex); answer and call ids derive from it.
+	Digest string
+}
+
+// Answer answers one request given as domain messages (system messages first, as any format's
+// framing becomes), for role ("" means agent); noTools is a tool choice of "none". Every wire
+// format the simulation serves goes through it, so the same content gets the same answer and
+// the same usage whatever its format. digest identifies the request (a hex string of at least 24
+// digits, e.g. a SHA-256 of its body without its stream options). Errors as Complete.
+func (m *Model) Answer(role hippocam.CallRole, msgs []hippocam.Message, tools []hippocam.Tool, noTools bool, digest string) (*Reply, error) {
+	role, err := callRole(string(role))
+	if err != nil {
+		return nil, err
+	}
+	if m.tok == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "the simulated model has no tokenizer")
+	}
+	if len(msgs) == 0 {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "messages: at least one message is required")
+	}
 	r := newRequest(msgs, tools)
-	r.noTools = string(req.ToolChoice) == `"none"`
+	r.noTools = noTools
 	var a answer
 	switch role {
 	case hippocam.CallJanus:
@@ -80,10 +110,6 @@ func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.C
 	if err != nil {
 		return nil, err
 	}
-	digest, err := requestDigest(role, req)
-	if err != nil {
-		return nil, err
-	}
 	prompt := hippocam.RequestTokens(m.tok, msgs, tools)
 	usage := hippocam.CallUsage{
 		Input:       prompt,
@@ -93,7 +119,22 @@ func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.C
 	m.mu.Lock()
 	m.usage.Add(role, usage, hippocam.DefaultPrices)
 	m.mu.Unlock()
-	return response(req.Model, digest, &a, usage), nil
+	rep := &Reply{Message: hippocam.Message{Role: hippocam.RoleAssistant, Kind: hippocam.KindRaw, Content: a.content}, FinishReason: "stop", Usage: usage, Digest: digest}
+	for i, c := range a.calls {
+		rep.Message.ToolCalls = append(rep.Message.ToolCalls, hippocam.ToolCall{ID: fmt.Sprintf("call_%s_%d", digest[:12], i), Name: c.Name, Arguments: c.Arguments})
+		rep.FinishReason = "tool_calls"
+	}
+	return rep, nil
+}
+
+// Digest returns the digest of a request body for Answer: a SHA-256 over the role and the body.
+// Callers leave out what must not change the answer's ids (whether it is streamed).
+func Digest(role hippocam.CallRole, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(role))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Usage returns what the simulation has served so far, by call role, priced with
@@ -134,36 +175,27 @@ func requestDigest(role hippocam.CallRole, req *wire.ChatRequest) (string, error
 	if err != nil {
 		return "", hippocam.Errorf(hippocam.EINVALID, "request: %v", err)
 	}
-	h := sha256.New()
-	h.Write([]byte(role))
-	h.Write([]byte{0})
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return Digest(role, b), nil
 }
 
-// response renders an answer as a non-streamed completion.
-func response(model, digest string, a *answer, u hippocam.CallUsage) *wire.ChatResponse {
+// response renders a reply as a non-streamed completion.
+func response(model string, rep *Reply) *wire.ChatResponse {
 	if model == "" {
 		model = ModelID
 	}
 	msg := wire.ChatMessage{Role: string(hippocam.RoleAssistant), Content: json.RawMessage("null")}
-	if a.content != "" || len(a.calls) == 0 {
-		msg.Content = wire.StringContent(a.content)
+	if rep.Message.Content != "" || len(rep.Message.ToolCalls) == 0 {
+		msg.Content = wire.StringContent(rep.Message.Content)
 	}
-	finish := "stop"
-	for i, c := range a.calls {
-		msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{
-			ID:       fmt.Sprintf("call_%s_%d", digest[:12], i),
-			Type:     "function",
-			Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments},
-		})
-		finish = "tool_calls"
+	for _, c := range rep.Message.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{ID: c.ID, Type: "function", Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 	}
+	u := rep.Usage
 	return &wire.ChatResponse{
-		ID:      "chatcmpl-" + digest[:24],
+		ID:      "chatcmpl-" + rep.Digest[:24],
 		Object:  "chat.completion",
 		Model:   model,
-		Choices: []wire.Choice{{Index: 0, Message: msg, FinishReason: finish}},
+		Choices: []wire.Choice{{Index: 0, Message: msg, FinishReason: rep.FinishReason}},
 		Usage: &wire.Usage{
 			PromptTokens:        u.Input,
 			CompletionTokens:    u.Output,

@@ -7,9 +7,9 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
-	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // Helpers shared by the tests of this package.

@@ -1,0 +1,90 @@
+package hippocam
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Conversation is one request of an agent, read from whichever wire format it came in (OpenAI
+// Chat Completions, OpenAI Responses, Anthropic Messages) into domain values. The session
+// service continues a session from it; the simulated model answers it.
+type Conversation struct {
+	// Format is the wire format the request came in.
+	Format Format
+	// Framing holds the leading system and developer messages (role RoleSystem; the Origin of
+	// each says what it was). Framing is not transcript: it may change from request to request.
+	Framing []Message
+	// Messages is the conversation after the framing, in order, each with its Origin.
+	Messages []Message
+	// Tools are the agent's own tools; ToolChoice is "", "auto", "none", "required" or the name
+	// of a tool the model must call.
+	Tools      []Tool
+	ToolChoice string
+	Model      string
+	// MaxTokens is the most the answer may take (0: not given).
+	MaxTokens int
+	Stream    bool
+	// Extra holds the request fields Hippocam does not interpret, to pass through to the model,
+	// as a JSON object. Fields every format shares use their chat-completions names
+	// (temperature, top_p, stop, seed…); the others keep the names of their own format.
+	Extra json.RawMessage
+	// Store is false when the client asked that nothing be kept for a later request to refer to
+	// (OpenAI Responses "store": false); Previous names the response a Responses request
+	// continues (previous_response_id).
+	Store    bool
+	Previous string
+}
+
+// CheckText returns an EINVALID error when body is not valid UTF-8 or holds a JSON escape of a
+// lone UTF-16 surrogate (which a JSON decoder would silently turn into U+FFFD): text that
+// Hippocam could not give back byte for byte is refused instead.
+func CheckText(body []byte) error {
+	if !utf8.Valid(body) {
+		return Errorf(EINVALID, "the request body is not valid UTF-8")
+	}
+	for i := 0; i+5 < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if body[i+1] != 'u' {
+			i++ // skip the escaped character, so that "\\u" is not read as an escape
+			continue
+		}
+		r := hex4(body[i+2 : i+6])
+		switch {
+		case r >= 0xD800 && r <= 0xDBFF:
+			if i+11 < len(body) && body[i+6] == '\\' && body[i+7] == 'u' {
+				if lo := hex4(body[i+8 : i+12]); lo >= 0xDC00 && lo <= 0xDFFF {
+					i += 11
+					continue
+				}
+			}
+			return Errorf(EINVALID, "the request body holds an unpaired UTF-16 surrogate escape at byte %d", i)
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return Errorf(EINVALID, "the request body holds an unpaired UTF-16 surrogate escape at byte %d", i)
+		}
+		i += 5
+	}
+	return nil
+}
+
+// hex4 reads four hex digits, or returns -1.
+func hex4(b []byte) int {
+	if len(b) < 4 {
+		return -1
+	}
+	n := 0
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			n = n*16 + int(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n*16 + int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			n = n*16 + int(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return n
+}
