@@ -38,14 +38,34 @@ func buildSystemPrompt(shared bool) string {
 	return b.String()
 }
 
-// agentFrame is what a main-model request adds to the context: the memory instructions and the
-// tool schemas.
-func (e *Engine) agentFrame(tools []hippocam.Tool, withRecall bool) int {
-	sys := []hippocam.Message{{Role: hippocam.RoleSystem, Content: e.systemPrompt()}}
+// agentFrame is what a main-model request adds to the context: the memory instructions, the
+// agent's framing (its own system and developer messages) and the tool schemas.
+func (st *step) agentFrame(withRecall bool) int {
+	i := 0
 	if withRecall {
-		tools = append(append([]hippocam.Tool(nil), tools...), RecallToolSpec)
+		i = 1
 	}
-	return hippocam.RequestTokens(e.tok, sys, tools)
+	if st.frame[i] == 0 {
+		tools := st.in.Tools
+		if withRecall {
+			tools = append(append([]hippocam.Tool(nil), tools...), RecallToolSpec)
+		}
+		sys := append([]hippocam.Message{{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()}}, st.in.Framing...)
+		st.frame[i] = hippocam.RequestTokens(st.e.tok, sys, tools)
+	}
+	return st.frame[i]
+}
+
+// visible counts the context messages in [lo, hi) that requests carry (not the hidden marks):
+// how a component is told the length of its span.
+func (st *step) visible(lo, hi int) int {
+	n := 0
+	for _, m := range st.s.Context[lo:hi] {
+		if !m.Kind.Hidden() {
+			n++
+		}
+	}
+	return n
 }
 
 // agentRequest builds the main-model request over the current context.
@@ -58,12 +78,19 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 		Tools: st.agentTools(withRecall), ToolChoice: choice, Extra: st.in.Extra}
 }
 
-// requestPrefix is the messages every request over the context starts with: the system message
-// and the context's first end messages.
+// requestPrefix is the messages every request over the context starts with: Hippocam's system
+// message, the agent's framing, and the context's first end messages, less the bookkeeping
+// messages no model is shown (framing and branch marks).
 func (st *step) requestPrefix(end int) []hippocam.Message {
-	msgs := make([]hippocam.Message, 0, end+2)
+	msgs := make([]hippocam.Message, 0, end+2+len(st.in.Framing))
 	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
-	return append(msgs, st.s.Context[:end]...)
+	msgs = append(msgs, st.in.Framing...)
+	for _, m := range st.s.Context[:end] {
+		if !m.Kind.Hidden() {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
 }
 
 // agentTools is the tool list of the main model's requests: the agent's own tools and recall.
@@ -259,6 +286,6 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 func (st *step) recallRoom() int {
 	const margin = 16
 	reserve := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
-	used := tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true) + reserve
+	used := tokens(st.s.Context) + st.agentFrame(true) + reserve
 	return st.e.cfg.Window - used - margin - 4
 }

@@ -54,6 +54,16 @@ type Input struct {
 	// with no model call. Messages are the step's own, from the user's side.
 	History  []hippocam.Message
 	Messages []hippocam.Message
+	// Framing is the agent's own framing (its leading system and developer messages). It is not
+	// part of the context: every request sends it right after Hippocam's system message.
+	Framing []hippocam.Message
+	// NewFraming records Framing as a new version: its messages are archived beneath a
+	// KindFraming mark, appended to the context after the step's inputs (where it took effect).
+	NewFraming bool
+	// Regenerate names the session's last answer when the same messages are to be answered
+	// again (a regeneration): the answer moves beneath a KindBranch mark, so that it is kept but
+	// no longer shown, and the step answers anew. Messages and History are then empty.
+	Regenerate string
 	// Tools are the agent's own tools; recall is added beside them.
 	Tools []hippocam.Tool
 	// Model, ToolChoice and Extra pass through to the main model (Extra: temperature,

@@ -21,7 +21,7 @@ const palimInstruction = "Consolidate those messages into memory: a narrative of
 // fresh ref. While the memory saves less than Δmin it asks for a more concise version, up to J
 // times, and returns the last version (fold decides whether it is good enough).
 func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Message, error) {
-	instruction := SpanLine(hi-lo) + "\n" + palimInstruction
+	instruction := SpanLine(st.visible(lo, hi)) + "\n" + palimInstruction
 	var memory hippocam.Message
 	for try := 0; try <= st.e.cfg.ConciseTries; try++ {
 		var out PalimOutput
@@ -41,7 +41,7 @@ func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Me
 			return memory, nil
 		}
 		instruction = fmt.Sprintf("%s\n%s\n\n%s: the memory must be at least %d tokens shorter than the %d tokens it replaces, and yours saves %d. Shorten the narrative first; keep every knowledge item's particulars.",
-			SpanLine(hi-lo), palimInstruction, ConciseMarker, st.e.cfg.MinSaving, size, saving)
+			SpanLine(st.visible(lo, hi)), palimInstruction, ConciseMarker, st.e.cfg.MinSaving, size, saving)
 	}
 	return memory, nil
 }

@@ -113,7 +113,7 @@ func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing 
 		labels[i] = c.Label
 	}
 	var b strings.Builder
-	b.WriteString(SpanLine(hi-lo) + "\n")
+	b.WriteString(SpanLine(st.visible(lo, hi)) + "\n")
 	b.WriteString("That work served the intent chain below, and its innermost part has just closed. Write the memory that will replace those messages.\n")
 	b.WriteString(ChainPrefix + strings.Join(chain, ChainSeparator) + "\n")
 	b.WriteString(ClosingPrefix + strings.Join(labels, ChainSeparator) + "\n")

@@ -32,7 +32,7 @@ func (st *step) predicted() int {
 // longer prompt; when its request would not fit, JANUS is skipped for the step (repair.go) rather
 // than the step refused.
 func (st *step) requestTokens() int {
-	return tokens(st.s.Context) + st.e.agentFrame(st.in.Tools, true)
+	return tokens(st.s.Context) + st.agentFrame(true)
 }
 
 // pressureControl runs PRESSURECONTROL. ECAPACITY when the request cannot fit even after both
@@ -122,7 +122,7 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	lo, hi = wholeExchanges(st.s.Context, lo, hi)
 	// PALIM's request must fit the window with room for its answer: fold the oldest part that
 	// does, and leave the rest to a later fold.
-	limit := st.e.cfg.Window - st.e.componentFrame(palimPrompt, PalimToolSpec, st.in.Tools) - componentAnswerRoom(st.e.cfg.Window)
+	limit := st.e.cfg.Window - st.componentFrame(palimPrompt, PalimToolSpec) - componentAnswerRoom(st.e.cfg.Window)
 	for hi > lo && tokens(st.s.Context[:hi]) > limit {
 		lo, hi = wholeExchanges(st.s.Context, lo, hi-1)
 	}

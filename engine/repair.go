@@ -108,12 +108,12 @@ func componentAnswerRoom(window int) int { return min(window/8, 4096) }
 
 // componentFrame is what a component request adds to the context it shares: the main model's
 // frame, the role prompt, the answer format and an instruction of typical length.
-func (e *Engine) componentFrame(prompt string, tool hippocam.Tool, tools []hippocam.Tool) int {
+func (st *step) componentFrame(prompt string, tool hippocam.Tool) int {
 	const instructionRoom = 300
-	if e.cfg.SharedPrompts {
-		return e.agentFrame(tools, true) + instructionRoom
+	if st.e.cfg.SharedPrompts {
+		return st.agentFrame(true) + instructionRoom
 	}
-	return e.agentFrame(tools, true) + e.tok.Count(prompt) + e.tok.Count(string(tool.Parameters)) + instructionRoom
+	return st.agentFrame(true) + st.e.tok.Count(prompt) + st.e.tok.Count(string(tool.Parameters)) + instructionRoom
 }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -34,6 +34,8 @@ type step struct {
 	// failedFolds remembers spans (first and last id) whose fold failed in this step, so that
 	// later sweeps of the same step do not ask PALIM again for the same thing.
 	failedFolds map[string]bool
+	// frame caches agentFrame, without and with the recall tool.
+	frame [2]int
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -49,7 +51,11 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
 	st.res.Usage = hippocam.Usage{}
 	st.res.Change.From = s.Version
-	if err := st.appendInputs(); err != nil {
+	if in.Regenerate != "" {
+		if err := st.branchAnswer(in.Regenerate); err != nil {
+			return nil, err
+		}
+	} else if err := st.appendInputs(ctx); err != nil {
 		return nil, err
 	}
 	// Alg. 1 line 1: pressure control before anything reads the context.
@@ -82,10 +88,17 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 // appendInputs checks and appends the step's history and new messages. Tool results must answer
 // the pending calls of the answer before them; a user or system message cannot arrive while calls
 // are unanswered; the step's own messages must leave no call unanswered. Rounds completed on the
-// way are recorded.
-func (st *step) appendInputs() error {
+// way are recorded. A history of any length is imported: whenever it fills the window past ρW
+// on the way in, the prefix before the working tail is folded (Alg. 2's first sweep), so that
+// what arrives at once is consolidated as if it had arrived step by step. A new framing version
+// is marked where it took effect: at the start on first contact, else after the inputs.
+func (st *step) appendInputs(ctx context.Context) error {
 	if len(st.in.Messages) == 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "a step needs at least one new message")
+	}
+	firstContact := len(st.s.Context) == 0
+	if st.in.NewFraming && firstContact {
+		st.markFraming()
 	}
 	pending, caller := st.pendingCalls()
 	all := append(append([]hippocam.Message(nil), st.in.History...), st.in.Messages...)
@@ -136,10 +149,80 @@ func (st *step) appendInputs() error {
 		case m.Role == hippocam.RoleTool && len(pending) == 0:
 			st.completeRound(caller)
 		}
+		if i < first && float64(st.predicted()) > st.e.cfg.Pressure*float64(st.e.cfg.Window) {
+			if err := st.sweep(ctx, true); err != nil {
+				return fmt.Errorf("import: %w", err)
+			}
+		}
 	}
 	if len(pending) > 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "%d tool call(s) of the last answer have no result", len(pending))
 	}
+	if st.in.NewFraming && !firstContact {
+		st.markFraming()
+	}
+	return nil
+}
+
+// markFraming archives the step's framing as a new version beneath a KindFraming mark appended to
+// the context. The mark is never sent to a model; expanding it gives that version's messages at
+// the place it took effect.
+func (st *step) markFraming() {
+	ids := make([]string, 0, len(st.in.Framing))
+	lo := len(st.s.Context)
+	for _, m := range st.in.Framing {
+		m.ID = st.s.NextID("m")
+		m.Kind = hippocam.KindRaw
+		m.Ref, m.Trace, m.Knowledge = "", nil, nil
+		m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+		st.push(m)
+		ids = append(ids, m.ID)
+	}
+	mark := hippocam.Message{Role: hippocam.RoleSystem, Kind: hippocam.KindFraming, Ref: st.s.NextID("r")}
+	mark.Content = fmt.Sprintf("The agent's framing (%d message(s)) took effect here. %s", len(ids), hippocam.RefTag(mark.Ref))
+	if len(ids) == 0 {
+		// An empty framing is a version too (the agent dropped its system prompt): the mark
+		// stands alone, over an empty node.
+		mark.Content = "The agent's framing was removed here."
+		mark.Ref = ""
+		st.push(mark)
+		return
+	}
+	if _, err := st.replace(lo, len(st.s.Context), mark); err != nil {
+		st.e.log.Error("framing mark", "error", err) // cannot happen: the span was just appended
+	}
+}
+
+// branchAnswer starts a regeneration: the last answer (id) moves beneath a KindBranch mark, kept
+// and recallable but no longer shown, and the round that answer served becomes this step's
+// unfinished round again. EINVALID when the answer is not the context's last message any more.
+func (st *step) branchAnswer(id string) error {
+	c := st.s.Context
+	i := st.s.Index(id)
+	if i < 0 || i != len(c)-1 || c[i].Role != hippocam.RoleAssistant {
+		return hippocam.Errorf(hippocam.EINVALID, "cannot answer again: the last answer is no longer the end of the session")
+	}
+	// The round it served starts after the previous main-model answer: at the assistant message
+	// whose calls the inputs answered, else at the first input.
+	start := ""
+	for j := i - 1; j >= 0; j-- {
+		m := &c[j]
+		if m.Role == hippocam.RoleAssistant {
+			if start == "" || c[j+1].Role == hippocam.RoleTool {
+				start = m.ID
+			}
+			break
+		}
+		if m.Kind == hippocam.KindRaw && (m.Role == hippocam.RoleUser || m.Role == hippocam.RoleTool || m.Role == hippocam.RoleSystem) {
+			start = m.ID
+		}
+	}
+	mark := hippocam.Message{Role: hippocam.RoleSystem, Kind: hippocam.KindBranch, Ref: st.s.NextID("r")}
+	mark.Content = "An earlier answer here was regenerated; it is kept beneath " + hippocam.RefTag(mark.Ref) + "."
+	if _, err := st.replace(i, i+1, mark); err != nil {
+		return err
+	}
+	st.start = start
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/sessions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,6 +26,7 @@ type Metrics struct {
 	consolidations *prometheus.CounterVec
 	recalls        prometheus.Counter
 	forks          prometheus.Counter
+	events         *prometheus.CounterVec
 	failures       *prometheus.CounterVec
 }
 
@@ -49,10 +51,12 @@ func NewMetrics() *Metrics {
 			Help: "Recall calls answered inside the proxy."}),
 		forks: prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_session_forks_total",
 			Help: "Histories that diverged from their session and continued in a fork."}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_session_events_total",
+			Help: "Proxied requests by how they related to their session (created, continued, retried, regenerated, forked)."}, []string{"event"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_failures_total",
 			Help: "Failed chat requests by kind (invalid, capacity, upstream, conflict, internal)."}, []string{"kind"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.failures,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
@@ -61,6 +65,17 @@ func NewMetrics() *Metrics {
 func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
 	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// observeResult counts what one request of the session service did.
+func (m *Metrics) observeResult(res *sessions.Result) {
+	m.events.WithLabelValues(string(res.Event)).Inc()
+	if res.Event == sessions.EventForked {
+		m.forks.Inc()
+	}
+	if res.Step != nil {
+		m.observeStep(res.Step)
+	}
 }
 
 func (m *Metrics) observeStep(res *engine.Result) {

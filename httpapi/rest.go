@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -21,13 +22,20 @@ type messageJSON struct {
 	ToolCallID string                   `json:"tool_call_id,omitempty"`
 	Knowledge  []hippocam.KnowledgeItem `json:"knowledge,omitempty"`
 	Trace      []messageJSON            `json:"trace,omitempty"`
+	Parts      []hippocam.Part          `json:"parts,omitempty"`
+	// Origin is the message as it arrived: its wire format and its exact bytes (a string).
+	Origin *hippocam.Origin `json:"origin,omitempty"`
+	// In an expansion: Framing is the framing version (1, 2…) a message belongs to; Regenerated
+	// marks an answer that a regeneration replaced.
+	Framing     int  `json:"framing,omitempty"`
+	Regenerated bool `json:"regenerated,omitempty"`
 }
 
 func toJSON(ms []hippocam.Message) []messageJSON {
 	out := make([]messageJSON, len(ms))
 	for i, m := range ms {
 		out[i] = messageJSON{ID: m.ID, Role: m.Role, Kind: m.Kind, Ref: m.Ref, Tokens: m.Tokens, Content: m.Content,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Knowledge: m.Knowledge}
+			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Knowledge: m.Knowledge, Parts: m.Parts, Origin: m.Origin}
 		if len(m.Trace) > 0 {
 			out[i].Trace = toJSON(m.Trace)
 		}
@@ -62,13 +70,17 @@ type sessionJSON struct {
 	Usage          map[hippocam.CallRole]usageJSON `json:"usage"`
 	Totals         usageJSON                       `json:"totals"`
 	Consolidations hippocam.Consolidations         `json:"consolidations"`
+	// Framing is the current framing (the agent's system and developer messages); Fork says
+	// which session this one forked from and after how many transcript messages.
+	Framing []messageJSON  `json:"framing"`
+	Fork    *hippocam.Fork `json:"fork,omitempty"`
 }
 
 // listSessions is GET /api/sessions.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tenant string) {
 	list, err := s.cfg.Store.Sessions(r.Context(), tenant)
 	if err != nil {
-		s.fail(w, "internal", err)
+		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
 	if list == nil {
@@ -86,7 +98,8 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	out := sessionJSON{ID: sess.ID, CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, Version: sess.Version,
 		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
-		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations}
+		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations,
+		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork}
 	if out.Stack == nil {
 		out.Stack = hippocam.IntentStack{}
 	}
@@ -125,23 +138,57 @@ func (s *Server) expand(w http.ResponseWriter, r *http.Request, tenant string) {
 		writeError(w, err)
 		return
 	}
-	all, err := hippocam.Expand(r.Context(), hippocam.SessionArchive(s.cfg.Store, tenant, id), sess.Context)
+	all, err := expansion(r.Context(), hippocam.SessionArchive(s.cfg.Store, tenant, id), sess.Context)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": toJSON(all)})
+	writeJSON(w, http.StatusOK, map[string]any{"messages": all})
+}
+
+// expansion is the full expansion of a context for the REST API: every original message in
+// order, framing versions at the place they took effect (numbered) and regenerated answers
+// (marked) included.
+func expansion(ctx context.Context, a hippocam.Archive, msgs []hippocam.Message) ([]messageJSON, error) {
+	out := []messageJSON{}
+	version := 0
+	var walk func(ms []hippocam.Message, framing int, regenerated bool) error
+	walk = func(ms []hippocam.Message, framing int, regenerated bool) error {
+		for _, m := range ms {
+			if !m.Consolidated() {
+				if m.Kind.Hidden() {
+					continue // an empty framing: nothing beneath it
+				}
+				j := toJSON([]hippocam.Message{m})[0]
+				j.Framing, j.Regenerated = framing, regenerated
+				out = append(out, j)
+				continue
+			}
+			kids, err := a.Children(ctx, m.Ref)
+			if err != nil {
+				return err
+			}
+			f, g := framing, regenerated
+			switch m.Kind {
+			case hippocam.KindFraming:
+				version++
+				f = version
+			case hippocam.KindBranch:
+				g = true
+			}
+			if err := walk(kids, f, g); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(msgs, 0, false)
 }
 
 // deleteSession is DELETE /api/sessions/{id}: the session and everything archived in it.
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, tenant string) {
 	id := r.PathValue("id")
-	unlock := s.locks.lock(lockKey(tenant, id))
-	defer unlock()
-	s.cache.drop(tenant, id)
-	err := s.cfg.Store.DeleteSession(r.Context(), tenant, id)
-	s.cache.drop(tenant, id)
-	if err != nil {
+	if err := s.cfg.Sessions.Delete(r.Context(), tenant, id); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -156,7 +203,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, tenant string) {
 	}
 	body, err := s.cfg.Upstream.ListModels(r.Context())
 	if err != nil {
-		s.fail(w, failureKind(err), err)
+		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -1,22 +1,13 @@
-// Package httpapi serves Hippocam over HTTP: an OpenAI-compatible chat-completions endpoint that
-// gives any agent Hippocam's memory (a transparent proxy in front of the agent's own model), a
-// JSON REST API over sessions and their message trees, the web viewer, Prometheus metrics and a
-// health check.
+// Package httpapi serves Hippocam over HTTP: the transparent proxy in the formats agents speak
+// (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), each a thin translation onto
+// the session service (package sessions), which decides which session a request continues; a
+// JSON REST API over sessions and their message trees; the web viewer; Prometheus metrics and a
+// health check. This package holds only routing, authentication, translation and the mapping of
+// errors to each format's error JSON.
 //
-// Sessions. A request names its session with the Hippocam-Session header; without it, the
-// OpenAI `user` field names it; without that, the session is "auto-" followed by a hash of the
-// history's opening up to its first user message, so one conversation keeps one session. The agent resends its whole
-// history on every call: the proxy checks that the history extends what the session has seen
-// (hippocam.Transcript), takes what is new and runs one engine step. A client that retries a
-// request whose answer it never received gets the same answer again, with no new step. A
-// history that does not extend the session is a fork: the session is left as it is, and the
-// conversation continues in the newest fork NAME~2, NAME~3… that it extends, or in a new fork
-// that starts from the whole history. A session or fork is stored only with its first committed
-// step, so a failed request leaves nothing behind. The session actually used is returned in the
-// Hippocam-Session response header.
-//
-// Tenants. With keys (Config.Keys), every endpoint but /healthz needs Authorization: Bearer KEY,
-// and sessions live per tenant: the same session name in two tenants names two sessions.
+// Tenants. With keys (Config.Keys), every endpoint but /healthz needs Authorization: Bearer KEY
+// (or, for the Anthropic format, x-api-key: KEY), and sessions live per tenant: the same session
+// name in two tenants names two sessions.
 package httpapi
 
 import (
@@ -27,11 +18,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/sessions"
 )
 
 // Upstream is what the proxy passes through to the agent's model besides chat completions.
@@ -43,6 +34,7 @@ type Upstream interface {
 type Config struct {
 	Engine   *engine.Engine
 	Store    hippocam.Store
+	Sessions *sessions.Service
 	Upstream Upstream
 	// Keys maps API keys to tenants. Empty: no authentication, one tenant ("").
 	Keys map[string]string
@@ -61,17 +53,23 @@ const DefaultMaxBodyBytes = 32 << 20
 // Server is the HTTP front of Hippocam. It is safe for concurrent use: requests of one session
 // are serialized, different sessions run in parallel.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	locks sessionLocks
-	cache *sessionCache
-	mux   *http.ServeMux
+	cfg Config
+	log *slog.Logger
+	mux *http.ServeMux
 }
 
-// New returns a server. EINVALID when the engine or the store is missing.
+// New returns a server. EINVALID when the engine or the store is missing. Without a session
+// service, it makes one over the engine and the store.
 func New(cfg Config) (*Server, error) {
 	if cfg.Engine == nil || cfg.Store == nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "httpapi: an engine and a store are required")
+	}
+	if cfg.Sessions == nil {
+		svc, err := sessions.New(sessions.Config{Engine: cfg.Engine, Store: cfg.Store, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Sessions = svc
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -79,13 +77,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, locks: sessionLocks{m: map[string]*sessionLock{}}, cache: newSessionCache(defaultCacheMessages), mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	s.routes()
 	return s, nil
 }
 
 func (s *Server) routes() {
 	s.handle("POST /v1/chat/completions", "chat", s.chatCompletions)
+	s.handle("POST /v1/responses", "responses", s.responses)
+	s.handle("POST /v1/messages", "messages", s.messages)
+	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		s.handle(method+" /v1/", "unknown", s.missing) // the format's error JSON, not plain text
+		s.handle(method+" /api/", "unknown", s.missing)
+	}
 	s.handle("GET /v1/models", "models", s.models)
 	s.handle("GET /api/sessions", "sessions", s.listSessions)
 	s.handle("GET /api/sessions/{id}", "session", s.getSession)
@@ -135,11 +139,14 @@ func (s *Server) authenticate(r *http.Request) (string, bool) {
 		return "", true
 	}
 	const prefix = "Bearer "
-	h := r.Header.Get("Authorization")
-	if len(h) <= len(prefix) || h[:len(prefix)] != prefix {
+	var given []byte
+	if h := r.Header.Get("Authorization"); len(h) > len(prefix) && h[:len(prefix)] == prefix {
+		given = []byte(h[len(prefix):])
+	} else if k := r.Header.Get("X-Api-Key"); k != "" { // what Anthropic's clients send
+		given = []byte(k)
+	} else {
 		return "", false
 	}
-	given := []byte(h[len(prefix):])
 	tenant, found := "", false
 	for key, t := range s.cfg.Keys { // compare with every key, in constant time each
 		if subtle.ConstantTimeCompare([]byte(key), given) == 1 {
@@ -163,37 +170,6 @@ func (r *statusRecorder) WriteHeader(code int) {
 func (r *statusRecorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
-	}
-}
-
-// sessionLocks serializes the requests of one session name (and its forks) within a tenant.
-type sessionLocks struct {
-	mu sync.Mutex
-	m  map[string]*sessionLock
-}
-
-type sessionLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-func (l *sessionLocks) lock(key string) func() {
-	l.mu.Lock()
-	sl := l.m[key]
-	if sl == nil {
-		sl = &sessionLock{}
-		l.m[key] = sl
-	}
-	sl.refs++
-	l.mu.Unlock()
-	sl.mu.Lock()
-	return func() {
-		sl.mu.Unlock()
-		l.mu.Lock()
-		if sl.refs--; sl.refs == 0 {
-			delete(l.m, key)
-		}
-		l.mu.Unlock()
 	}
 }
 
@@ -235,20 +211,22 @@ func writeError(w http.ResponseWriter, err error) {
 			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 		}
 	} else {
-		switch hippocam.ErrorCode(err) {
-		case hippocam.EINVALID:
+		switch code := hippocam.ErrorCode(err); {
+		case code == hippocam.EINVALID && errors.As(err, new(methodError)):
+			status, typ = http.StatusMethodNotAllowed, "invalid_request_error"
+		case code == hippocam.EINVALID:
 			status, typ = http.StatusBadRequest, "invalid_request_error"
-		case hippocam.ECAPACITY:
+		case code == hippocam.ECAPACITY:
 			status, typ, code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
-		case hippocam.ENOTFOUND:
+		case code == hippocam.ENOTFOUND:
 			status, typ, code = http.StatusNotFound, "invalid_request_error", "not_found"
-		case hippocam.ECONFLICT:
+		case code == hippocam.ECONFLICT:
 			status, typ, code = http.StatusConflict, "invalid_request_error", "conflict"
-		case hippocam.EUNAUTHORIZED:
+		case code == hippocam.EUNAUTHORIZED:
 			status, typ, code = http.StatusUnauthorized, "authentication_error", "invalid_api_key"
-		case hippocam.EFORBIDDEN:
+		case code == hippocam.EFORBIDDEN:
 			status, typ, code = http.StatusForbidden, "permission_error", "forbidden"
-		case hippocam.EUNAVAILABLE:
+		case code == hippocam.EUNAVAILABLE:
 			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
 		}
 	}

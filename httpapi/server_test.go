@@ -95,9 +95,12 @@ func (r reply) json(t *testing.T, v any) {
 	}
 }
 
-func (s *testServer) do(t *testing.T, method, path, key, session string, body []byte) reply {
+func (s *testServer) do(t *testing.T, method, path, key, session string, body []byte, header ...string) reply {
 	t.Helper()
 	req, _ := http.NewRequest(method, s.URL+path, bytes.NewReader(body))
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -416,12 +419,29 @@ func TestRetryAndFork(t *testing.T) {
 	a.user(false, "!say two")
 	calls := s.up.agentCalls.Load()
 	retry, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: a.history[:len(a.history)-1]})
-	r := s.do(t, "POST", "/v1/chat/completions", "", "conv", retry)
+	r := s.do(t, "POST", "/v1/chat/completions", "", "conv", retry, "X-Stainless-Retry-Count", "1")
 	var resp wire.ChatResponse
 	r.json(t, &resp)
-	if text, _ := resp.Choices[0].Message.Text(); text != "two" || s.up.agentCalls.Load() != calls {
-		t.Fatalf("retry: %q, %d new model calls", text, s.up.agentCalls.Load()-calls)
+	if text, _ := resp.Choices[0].Message.Text(); text != "two" || s.up.agentCalls.Load() != calls || r.header.Get(httpapi.EventHeader) != "retried" {
+		t.Fatalf("retry: %q, %d new model calls, event %q", text, s.up.agentCalls.Load()-calls, r.header.Get(httpapi.EventHeader))
 	}
+	// The same history without a retry mark is a regeneration: a new answer, the old one kept.
+	r = s.do(t, "POST", "/v1/chat/completions", "", "conv", retry)
+	r.json(t, &resp)
+	if text, _ := resp.Choices[0].Message.Text(); text != "two" || s.up.agentCalls.Load() != calls+1 || r.header.Get(httpapi.EventHeader) != "regenerated" {
+		t.Fatalf("regeneration: %q, %d new model calls, event %q", text, s.up.agentCalls.Load()-calls, r.header.Get(httpapi.EventHeader))
+	}
+	var exp struct {
+		Messages []struct {
+			Content     string `json:"content"`
+			Regenerated bool   `json:"regenerated"`
+		} `json:"messages"`
+	}
+	s.do(t, "GET", "/api/sessions/conv/expand", "", "", nil).json(t, &exp)
+	if n := len(exp.Messages); n != len(a.history)+1 || !exp.Messages[n-2].Regenerated || exp.Messages[n-2].Content != "two" || exp.Messages[n-1].Regenerated {
+		t.Fatalf("expansion after a regeneration: %+v", exp.Messages)
+	}
+	a.history[len(a.history)-1] = wire.FromMessage(&hippocam.Message{Role: hippocam.RoleAssistant, Content: "two"})
 	before := s.do(t, "GET", "/api/sessions/conv", "", "", nil).body
 	b := &agent{t: t, s: s, session: "conv", history: append([]wire.ChatMessage(nil), a.history[:2]...)}
 	_, rep := b.send(false, wire.ChatMessage{Role: "user", Content: wire.StringContent("!say other branch")})
@@ -436,7 +456,7 @@ func TestRetryAndFork(t *testing.T) {
 	if got := len(expandContents(t, s, "", "conv~2")); got != len(b.history) {
 		t.Fatalf("fork holds %d messages, the branch has %d", got, len(b.history))
 	}
-	if got := len(expandContents(t, s, "", "conv")); got != len(a.history) {
+	if got := len(expandContents(t, s, "", "conv")); got != len(a.history)+1 {
 		t.Fatalf("original holds %d messages, its history has %d", got, len(a.history))
 	}
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/hippocam/hippocam"
 )
@@ -53,6 +54,9 @@ func FromMessage(m *hippocam.Message) ChatMessage {
 	}
 	for _, tc := range m.ToolCalls {
 		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+	}
+	if len(m.Parts) > 0 && !hasContentExtra(m.Extra) {
+		c.Content = partsContent(m)
 	}
 	if len(m.Extra) > 0 {
 		var extra Extra
@@ -134,4 +138,63 @@ func ToRequest(req *ChatRequest) ([]hippocam.Message, []hippocam.Tool, error) {
 		tools = append(tools, ToTool(d))
 	}
 	return msgs, tools, nil
+}
+
+// hasContentExtra reports whether a chat message's extra fields keep its content verbatim.
+func hasContentExtra(extra json.RawMessage) bool {
+	var e map[string]json.RawMessage
+	if len(extra) == 0 || json.Unmarshal(extra, &e) != nil {
+		return false
+	}
+	_, ok := e["content"]
+	return ok
+}
+
+// partsContent renders a message that came in another format as chat content parts: its text,
+// then its images, audio and files. Parts the chat format cannot carry are left out.
+func partsContent(m *hippocam.Message) json.RawMessage {
+	var parts []any
+	if m.Content != "" {
+		parts = append(parts, map[string]string{"type": "text", "text": m.Content})
+	}
+	for _, p := range m.Parts {
+		if p.Format == hippocam.FormatChat && p.Raw != "" {
+			parts = append(parts, json.RawMessage(p.Raw))
+			continue
+		}
+		switch p.Type {
+		case hippocam.PartImage:
+			url := p.URL
+			if url == "" && p.Data != "" {
+				url = "data:" + p.MediaType + ";base64," + p.Data
+			}
+			if url != "" {
+				img := map[string]string{"url": url}
+				if p.Detail != "" {
+					img["detail"] = p.Detail
+				}
+				parts = append(parts, map[string]any{"type": "image_url", "image_url": img})
+			}
+		case hippocam.PartAudio:
+			if p.Data != "" {
+				format := strings.TrimPrefix(p.MediaType, "audio/")
+				parts = append(parts, map[string]any{"type": "input_audio", "input_audio": map[string]string{"data": p.Data, "format": format}})
+			}
+		case hippocam.PartFile:
+			f := map[string]string{}
+			if p.FileID != "" {
+				f["file_id"] = p.FileID
+			} else if p.Data != "" {
+				f["file_data"] = "data:" + p.MediaType + ";base64," + p.Data
+			}
+			if p.Name != "" {
+				f["filename"] = p.Name
+			}
+			if len(f) > 0 {
+				parts = append(parts, map[string]any{"type": "file", "file": f})
+			}
+		}
+	}
+	b, _ := json.Marshal(parts)
+	return b
 }

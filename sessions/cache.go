@@ -1,4 +1,4 @@
-package httpapi
+package sessions
 
 import (
 	"container/list"
@@ -8,12 +8,12 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// sessionCache keeps the most recently used sessions in memory, so that a request does not
+// cache keeps the most recently used sessions in memory, so that a request does not
 // reload its whole context from the store. It is safe because every change of a session goes
 // through Store.Commit with the version it started from: a session changed by another replica
 // makes the commit fail with ECONFLICT, and the entry is dropped (the client's retry then reads
 // the store). Entries are bounded by their total context messages.
-type sessionCache struct {
+type cache struct {
 	mu       sync.Mutex
 	max      int // total context messages kept
 	messages int
@@ -29,14 +29,17 @@ type cacheEntry struct {
 // defaultCacheMessages bounds the cache: about 200k context messages in all.
 const defaultCacheMessages = 200_000
 
-func newSessionCache(max int) *sessionCache {
-	return &sessionCache{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+func newCache(max int) *cache {
+	if max < 0 {
+		max = 0
+	}
+	return &cache{max: max, order: list.New(), byKey: map[string]*list.Element{}}
 }
 
 func cacheKey(tenant, id string) string { return tenant + "\x00" + id }
 
 // load returns the session from the cache, or from the store (and caches it).
-func (c *sessionCache) load(ctx context.Context, st hippocam.Store, tenant, id string) (*hippocam.Session, error) {
+func (c *cache) load(ctx context.Context, st hippocam.Store, tenant, id string) (*hippocam.Session, error) {
 	key := cacheKey(tenant, id)
 	c.mu.Lock()
 	if el, ok := c.byKey[key]; ok {
@@ -55,7 +58,7 @@ func (c *sessionCache) load(ctx context.Context, st hippocam.Store, tenant, id s
 }
 
 // put caches s as the latest committed state of its session.
-func (c *sessionCache) put(s *hippocam.Session) {
+func (c *cache) put(s *hippocam.Session) {
 	key := cacheKey(s.Tenant, s.ID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,7 +82,7 @@ func (c *sessionCache) put(s *hippocam.Session) {
 }
 
 // drop forgets a session.
-func (c *sessionCache) drop(tenant, id string) {
+func (c *cache) drop(tenant, id string) {
 	key := cacheKey(tenant, id)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,5 +90,37 @@ func (c *sessionCache) drop(tenant, id string) {
 		c.messages -= len(el.Value.(*cacheEntry).s.Context)
 		c.order.Remove(el)
 		delete(c.byKey, key)
+	}
+}
+
+// locks serializes the requests of one key (a session name and its forks, within a tenant).
+type locks struct {
+	mu sync.Mutex
+	m  map[string]*lock
+}
+
+type lock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock takes the key's lock and returns its release.
+func (l *locks) lock(key string) func() {
+	l.mu.Lock()
+	sl := l.m[key]
+	if sl == nil {
+		sl = &lock{}
+		l.m[key] = sl
+	}
+	sl.refs++
+	l.mu.Unlock()
+	sl.mu.Lock()
+	return func() {
+		sl.mu.Unlock()
+		l.mu.Lock()
+		if sl.refs--; sl.refs == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
 	}
 }

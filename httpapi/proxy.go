@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/sessions"
+)
+
+// What every inbound format shares: reading the body, the session a request names, what marks
+// a transport retry, and errors in the format's own JSON.
+
+// SessionHeader names a request's session; the response carries the session actually used.
+const SessionHeader = "Hippocam-Session"
+
+// EventHeader tells the client how its request related to the session (created, continued,
+// retried, regenerated, forked).
+const EventHeader = "Hippocam-Event"
+
+// The headers the official SDKs send that mark a transport retry: the Stainless-generated
+// clients (openai, @anthropic-ai/sdk, in every language) number their attempts in
+// X-Stainless-Retry-Count (0 for the first); some clients send an Idempotency-Key that a retry
+// repeats.
+const (
+	retryCountHeader     = "X-Stainless-Retry-Count"
+	idempotencyKeyHeader = "Idempotency-Key"
+)
+
+// readBody reads a request body within the configured bound. EINVALID when it is too large or
+// cannot be read.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "the request body is larger than %d bytes", tooBig.Limit)
+		}
+		return nil, hippocam.Errorf(hippocam.EINVALID, "reading the request body: %v", err)
+	}
+	return body, nil
+}
+
+// headerName returns the session named by the Hippocam-Session header, and whether the header
+// was sent (a header of spaces names the empty session, which the service refuses).
+func headerName(r *http.Request) (string, bool) {
+	v, ok := r.Header[http.CanonicalHeaderKey(SessionHeader)]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(v[0]), true
+}
+
+// continueSession hands a read request to the session service and sets the response headers
+// that say which session answered and how.
+func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant, name string, conv *hippocam.Conversation) (*sessions.Result, error) {
+	n, _ := strconv.Atoi(r.Header.Get(retryCountHeader))
+	req := &sessions.Request{Tenant: tenant, Name: name, Conversation: conv, Retry: n > 0,
+		Key: r.Header.Get(idempotencyKeyHeader), Received: time.Now()}
+	res, err := s.cfg.Sessions.Continue(r.Context(), req)
+	if err != nil {
+		return nil, err
+	}
+	w.Header().Set(SessionHeader, res.Session.ID)
+	w.Header().Set(EventHeader, string(res.Event))
+	if m := s.cfg.Metrics; m != nil {
+		m.observeResult(res)
+	}
+	return res, nil
+}
+
+// fail counts and writes err in the error JSON of the request's format.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, format hippocam.Format, err error) {
+	if m := s.cfg.Metrics; m != nil {
+		m.failures.WithLabelValues(failureKind(err)).Inc()
+	}
+	if hippocam.ErrorCode(err) == hippocam.EINTERNAL {
+		s.log.Error("request failed", "path", r.URL.Path, "error", err)
+	}
+	if format == hippocam.FormatAnthropic {
+		writeAnthropicError(w, err)
+		return
+	}
+	writeError(w, err)
+}
+
+// failureKind classifies an error for metrics.
+func failureKind(err error) string {
+	var up upstreamStatus
+	if errors.As(err, &up) {
+		return "upstream"
+	}
+	switch hippocam.ErrorCode(err) {
+	case hippocam.ECAPACITY:
+		return "capacity"
+	case hippocam.EINVALID:
+		return "invalid"
+	case hippocam.EUNAVAILABLE:
+		return "upstream"
+	case hippocam.ECONFLICT:
+		return "conflict"
+	}
+	return "internal"
+}
+
+// routes that exist, by path, for the 405 of a wrong method.
+var knownPaths = map[string]string{
+	"/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/messages": "POST", "/v1/models": "GET",
+}
+
+// missing answers a path under /v1/ or /api/ that no route serves, in the error JSON of the
+// format the path belongs to: 405 for a known path with another method, else 404.
+func (s *Server) missing(w http.ResponseWriter, r *http.Request, tenant string) {
+	format := hippocam.FormatChat
+	if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+		format = hippocam.FormatAnthropic
+	}
+	if method, ok := knownPaths[strings.TrimSuffix(r.URL.Path, "/")]; ok {
+		w.Header().Set("Allow", method)
+		s.fail(w, r, format, methodError{hippocam.Errorf(hippocam.EINVALID, "%s %s is not served; use %s", r.Method, r.URL.Path, method)})
+		return
+	}
+	s.fail(w, r, format, hippocam.Errorf(hippocam.ENOTFOUND, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+// methodError is an EINVALID error answered with 405.
+type methodError struct{ error }
+
+func (e methodError) Unwrap() error { return e.error }

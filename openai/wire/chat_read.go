@@ -1,0 +1,206 @@
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hippocam/hippocam"
+)
+
+// ReadChatRequest reads the body of POST /v1/chat/completions into a conversation: the leading
+// system and developer messages become its framing, every message keeps its exact bytes as its
+// Origin, content parts that are not text become Parts (and stay verbatim in Extra["content"],
+// so that a chat upstream gets them unchanged), and the request fields Hippocam does not
+// interpret (max_tokens included) are kept in Extra. EINVALID, naming what is wrong, for a body
+// that is not valid UTF-8 JSON of a chat request, no messages, an unknown role or content part
+// type, content of another shape, a tool without a name, or n other than 1.
+func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) {
+	if err := hippocam.CheckText(body); err != nil {
+		return nil, nil, err
+	}
+	var req ChatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "the request body is not valid JSON for chat completions: %v", err)
+	}
+	var raw struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil || len(raw.Messages) != len(req.Messages) {
+		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
+	}
+	if len(req.Messages) == 0 {
+		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be a non-empty array")
+	}
+	if n, ok := req.Extra["n"]; ok && string(n) != "1" && string(n) != "null" {
+		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "n must be 1: Hippocam keeps one answer per request")
+	}
+	conv := &hippocam.Conversation{Format: hippocam.FormatChat, Model: req.Model, Stream: req.Stream, Store: true}
+	framing := true
+	for i, c := range req.Messages {
+		m, err := ToMessage(c)
+		if err != nil {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d]: %s", i, hippocam.ErrorMessage(err))
+		}
+		if m.Parts, err = chatParts(c.Content); err != nil {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d].%s", i, hippocam.ErrorMessage(err))
+		}
+		for j, tc := range c.ToolCalls {
+			if strings.TrimSpace(tc.Function.Name) == "" {
+				return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d].tool_calls[%d] names no function", i, j)
+			}
+		}
+		if m.Role == hippocam.RoleTool && c.ToolCallID == "" {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d]: a tool message needs a tool_call_id", i)
+		}
+		m.Origin = &hippocam.Origin{Format: hippocam.FormatChat, Raw: string(raw.Messages[i])}
+		if framing && m.Role == hippocam.RoleSystem {
+			conv.Framing = append(conv.Framing, m)
+			continue
+		}
+		framing = false
+		conv.Messages = append(conv.Messages, m)
+	}
+	for i, d := range req.Tools {
+		if d.Type != "" && d.Type != "function" {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
+		}
+		if strings.TrimSpace(d.Function.Name) == "" {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)
+		}
+		conv.Tools = append(conv.Tools, ToTool(d))
+	}
+	var err error
+	if conv.ToolChoice, err = chatToolChoice(req.ToolChoice); err != nil {
+		return nil, nil, err
+	}
+	if conv.Extra, err = chatExtra(&req); err != nil {
+		return nil, nil, err
+	}
+	if req.MaxTokens != nil {
+		conv.MaxTokens = *req.MaxTokens
+	}
+	return conv, &req, nil
+}
+
+// chatParts reads the parts of a chat content array that are not text. EINVALID for a part type
+// the chat format does not have, or content that is neither a string, an array nor null.
+func chatParts(content json.RawMessage) ([]hippocam.Part, error) {
+	if len(content) == 0 || content[0] != '[' {
+		if len(content) > 0 && content[0] != '"' && string(content) != "null" {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "content must be a string, an array of parts or null")
+		}
+		return nil, nil
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(content, &raws); err != nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "content: %v", err)
+	}
+	var parts []hippocam.Part
+	for j, r := range raws {
+		var p struct {
+			Type     string `json:"type"`
+			Text     *string
+			ImageURL *struct {
+				URL    string `json:"url"`
+				Detail string `json:"detail"`
+			} `json:"image_url"`
+			InputAudio *struct {
+				Data   string `json:"data"`
+				Format string `json:"format"`
+			} `json:"input_audio"`
+			File *struct {
+				FileData string `json:"file_data"`
+				FileID   string `json:"file_id"`
+				Filename string `json:"filename"`
+			} `json:"file"`
+		}
+		if err := json.Unmarshal(r, &p); err != nil {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d] is not a content part: %v", j, err)
+		}
+		part := hippocam.Part{Format: hippocam.FormatChat, Raw: string(r)}
+		switch p.Type {
+		case "text", "refusal":
+			continue
+		case "image_url":
+			if p.ImageURL == nil || p.ImageURL.URL == "" {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: an image_url part needs image_url.url", j)
+			}
+			part.Type, part.Detail = hippocam.PartImage, p.ImageURL.Detail
+			part.MediaType, part.Data, part.URL = chatDataURL(p.ImageURL.URL)
+		case "input_audio":
+			if p.InputAudio == nil || p.InputAudio.Data == "" {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: an input_audio part needs input_audio.data", j)
+			}
+			part.Type, part.Data, part.MediaType = hippocam.PartAudio, p.InputAudio.Data, "audio/"+p.InputAudio.Format
+		case "file":
+			if p.File == nil || (p.File.FileData == "" && p.File.FileID == "") {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: a file part needs file.file_data or file.file_id", j)
+			}
+			part.Type, part.FileID, part.Name = hippocam.PartFile, p.File.FileID, p.File.Filename
+			part.MediaType, part.Data, _ = chatDataURL(p.File.FileData)
+		default:
+			return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: unknown content part type %q", j, p.Type)
+		}
+		parts = append(parts, part)
+	}
+	return parts, nil
+}
+
+// chatDataURL splits "data:TYPE;base64,DATA" into its media type and data; any other text is
+// a URL.
+func chatDataURL(u string) (mediaType, data, url string) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", "", u
+	}
+	meta, payload, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", u
+	}
+	mediaType, _, _ = strings.Cut(meta, ";")
+	return mediaType, payload, ""
+}
+
+// chatToolChoice reads tool_choice: "auto", "none", "required" or a named function.
+func chatToolChoice(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return s, nil
+		}
+		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice must be \"auto\", \"none\", \"required\" or a named function, not %q", s)
+	}
+	var named struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil || named.Function.Name == "" {
+		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice must be a string or {\"type\":\"function\",\"function\":{\"name\":…}}")
+	}
+	return named.Function.Name, nil
+}
+
+// chatExtra collects the request fields Hippocam does not interpret, to send them on.
+func chatExtra(r *ChatRequest) (json.RawMessage, error) {
+	extra := Extra{}
+	for k, v := range r.Extra {
+		extra[k] = v
+	}
+	if r.MaxTokens != nil {
+		extra["max_tokens"], _ = json.Marshal(*r.MaxTokens)
+	}
+	if len(extra) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(extra)
+	if err != nil {
+		return nil, fmt.Errorf("request fields: %w", err)
+	}
+	return b, nil
+}

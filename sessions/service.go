@@ -1,0 +1,539 @@
+// Package sessions is the proxy's session service (ARCHITECTURE.md §7, §9): given what an agent
+// sent, in whichever wire format (read into a hippocam.Conversation by its transport), it finds
+// the session the request continues, runs one engine step on what is new and commits it. It
+// knows nothing of HTTP or JSON; the transports (package httpapi, later MCP) only translate.
+//
+// The rules, in the order they are tried (docs/sessions.md tells them to users):
+//
+//   - Framing is not transcript. The leading system and developer messages are the session's
+//     framing. A request whose framing differs from the session's records a new version (every
+//     version is archived beneath a mark at the place it took effect) and stays in the session.
+//   - A history continues a session when its conversation (after the framing) extends the
+//     session's transcript: the messages the agent sent and the answers it got, compared by role,
+//     text, non-text parts, tool calls (arguments as JSON values) and tool-call ids.
+//   - The same history as the last request again is a transport retry when the client marks it
+//     as one (X-Stainless-Retry-Count above 0, or the Idempotency-Key of the request it repeats):
+//     it gets the stored answer, with no model call. Otherwise it is a regeneration: a new
+//     answer, the earlier one kept beneath a branch mark.
+//   - A named history that extends none of the session's forks, and repeats none of their last
+//     requests, diverged: it continues in a new fork NAME~k whose origin (the session and the
+//     number of transcript messages in common) is recorded. Forks are bounded only by MaxForks.
+//   - A history that names no session continues the session whose transcript it extends, found
+//     by content (Store.FindSessions); otherwise it is a new conversation, in a new session of
+//     its own, even when it shares its opening with another.
+//   - A new session, or a fork, imports the whole history, consolidating as it goes, so that
+//     any history fits the window.
+//
+// Requests that continue the same session are serialized; a session or fork is stored only with
+// its first committed step, so a failed request leaves nothing behind.
+package sessions
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+)
+
+// DefaultMaxForks bounds the forks of one session name when Config.MaxForks is zero. It is
+// high: forks are a normal event for agents that edit their history, and hitting the bound is
+// reported to the client (and logged) as a clear error.
+const DefaultMaxForks = 10_000
+
+// MaxNameBytes is the longest session name accepted.
+const MaxNameBytes = 256
+
+// Config configures a Service.
+type Config struct {
+	Engine *engine.Engine
+	Store  hippocam.Store
+	// MaxForks bounds the forks of one session name (default DefaultMaxForks).
+	MaxForks int
+	// CacheMessages bounds the sessions kept in memory by their context messages (default
+	// 200,000; negative: no cache).
+	CacheMessages int
+	Logger        *slog.Logger
+}
+
+// Service continues sessions from agents' requests. It is safe for concurrent use.
+type Service struct {
+	cfg   Config
+	log   *slog.Logger
+	locks locks
+	cache *cache
+}
+
+// New returns a service. EINVALID when the engine or the store is missing.
+func New(cfg Config) (*Service, error) {
+	if cfg.Engine == nil || cfg.Store == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "sessions: an engine and a store are required")
+	}
+	if cfg.MaxForks <= 0 {
+		cfg.MaxForks = DefaultMaxForks
+	}
+	if cfg.CacheMessages == 0 {
+		cfg.CacheMessages = defaultCacheMessages
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages)}, nil
+}
+
+// Log keys.
+const (
+	logTenant  = "tenant"
+	logSession = "session"
+	logFork    = "fork"
+	logEvent   = "event"
+)
+
+// Event says how a request related to the session that answered it.
+type Event string
+
+// The events.
+const (
+	EventCreated     Event = "created"     // a new session
+	EventContinued   Event = "continued"   // the history extended the session
+	EventRetried     Event = "retried"     // a transport retry: the stored answer, no model call
+	EventRegenerated Event = "regenerated" // the same history again: a new answer, the old one kept
+	EventForked      Event = "forked"      // the history diverged: a new fork
+)
+
+// Request is one agent request for the service.
+type Request struct {
+	Tenant string
+	// Name is the session the client named ("" when it named none; see the package doc).
+	Name         string
+	Conversation *hippocam.Conversation
+	// Retry is set when the client marked the request as a transport retry; Key is its
+	// idempotency key, if it sent one.
+	Retry bool
+	Key   string
+	// Received is when the request arrived.
+	Received time.Time
+}
+
+// Result is what a request produced.
+type Result struct {
+	// Session is the session's state after the request.
+	Session *hippocam.Session
+	Event   Event
+	// Answer is the main model's answer; Usage what the main model consumed for it (zero for a
+	// retry). Step is the engine's result (nil for a retry): usage by role, consolidations…
+	Answer hippocam.Message
+	Usage  hippocam.RoleUsage
+	Step   *engine.Result
+}
+
+// CheckName returns an EINVALID error for a session name the service refuses: empty, longer
+// than MaxNameBytes, "." or "..", or holding "/" or a control character.
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return hippocam.Errorf(hippocam.EINVALID, "the session name is empty")
+	case len(name) > MaxNameBytes:
+		return hippocam.Errorf(hippocam.EINVALID, "the session name is %d bytes long; at most %d are allowed", len(name), MaxNameBytes)
+	case name == "." || name == "..":
+		return hippocam.Errorf(hippocam.EINVALID, "the session name %q is not allowed", name)
+	case strings.ContainsRune(name, '/'):
+		return hippocam.Errorf(hippocam.EINVALID, "the session name must not contain '/'")
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return hippocam.Errorf(hippocam.EINVALID, "the session name must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// Continue runs req: it checks the conversation, finds (or makes) the session it continues, and
+// answers it, committing everything before it returns. Errors: EINVALID for a request that
+// breaks the conversation's rules or names a bad session (nothing changes), ECAPACITY when the
+// step cannot fit the window, ECONFLICT when another replica changed the session meanwhile
+// (the client may retry), and the model's error when the main model fails.
+func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
+	h, err := s.read(req)
+	if err != nil {
+		return nil, err
+	}
+	unlock := s.locks.lock(h.lockKey())
+	defer unlock()
+	plan, err := s.resolve(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if plan.event == EventRetried {
+		m, err := s.cfg.Store.Message(ctx, req.Tenant, plan.sess.ID, plan.sess.Transcript.Answer)
+		if err != nil {
+			return nil, fmt.Errorf("retry: %w", err)
+		}
+		return &Result{Session: plan.sess, Event: EventRetried, Answer: *m}, nil
+	}
+	return s.advance(ctx, h, plan)
+}
+
+// history is a checked request with the transcript hashes of its conversation.
+type history struct {
+	*Request
+	conv *hippocam.Conversation
+	// hashes[i] is the transcript hash after the first i messages of the conversation.
+	hashes  []string
+	framing string // FramingHash of the conversation's framing
+	// seen is the length of the conversation up to and including its last assistant message:
+	// where a session it continues would have its transcript end.
+	seen int
+}
+
+// lockKey serializes the requests that may touch one session: a name with all of its forks, or,
+// for a history that names no session, everything that continues the same transcript.
+func (h *history) lockKey() string {
+	if h.Name != "" {
+		return h.Tenant + "\x00n\x00" + baseName(h.Name)
+	}
+	return h.Tenant + "\x00h\x00" + h.hashes[h.seen]
+}
+
+// read checks req and hashes its conversation. Nothing is read from or written to the store.
+func (s *Service) read(req *Request) (*history, error) {
+	if req.Name != "" {
+		if err := CheckName(req.Name); err != nil {
+			return nil, err
+		}
+	}
+	conv := req.Conversation
+	if conv == nil || len(conv.Messages) == 0 {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "the conversation holds no message after its system prompt")
+	}
+	if err := checkConversation(conv); err != nil {
+		return nil, err
+	}
+	h := &history{Request: req, conv: conv, framing: hippocam.FramingHash(conv.Framing)}
+	h.hashes = make([]string, len(conv.Messages)+1)
+	for i := range conv.Messages {
+		h.hashes[i+1] = hippocam.TranscriptHash(h.hashes[i], &conv.Messages[i])
+		if conv.Messages[i].Role == hippocam.RoleAssistant {
+			h.seen = i + 1
+		}
+	}
+	return h, nil
+}
+
+// checkConversation checks what every format must respect: tools with names that are not
+// Hippocam's own, tool results that answer the calls right before them, and a last message to
+// answer.
+func checkConversation(conv *hippocam.Conversation) error {
+	for i, t := range conv.Tools {
+		if strings.TrimSpace(t.Name) == "" {
+			return hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no name", i)
+		}
+		if t.Name == engine.RecallTool {
+			return hippocam.Errorf(hippocam.EINVALID, "the tool name %q is reserved by Hippocam", t.Name)
+		}
+	}
+	var open map[string]bool
+	for i, m := range conv.Messages {
+		switch m.Role {
+		case hippocam.RoleTool:
+			if !open[m.ToolCallID] {
+				return hippocam.Errorf(hippocam.EINVALID, "message %d: the tool result for %q answers no tool call of the assistant message before it", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		case hippocam.RoleAssistant:
+			open = map[string]bool{}
+			for _, c := range m.ToolCalls {
+				if c.ID == "" {
+					return hippocam.Errorf(hippocam.EINVALID, "message %d: a tool call has no id", i)
+				}
+				if strings.TrimSpace(c.Name) == "" {
+					return hippocam.Errorf(hippocam.EINVALID, "message %d: tool call %q names no tool", i, c.ID)
+				}
+				open[c.ID] = true
+			}
+		default:
+			open = nil
+		}
+	}
+	if last := conv.Messages[len(conv.Messages)-1]; last.Role == hippocam.RoleAssistant {
+		return hippocam.Errorf(hippocam.EINVALID, "the last message is the assistant's: there is nothing to answer")
+	}
+	return nil
+}
+
+// plan is what resolve decided: the session (stored, or new and not stored yet) and the event.
+type plan struct {
+	sess  *hippocam.Session
+	event Event
+	fresh bool // not stored yet: created with the step's commit
+}
+
+// resolve finds the session the history continues, or decides the new one it starts.
+func (s *Service) resolve(ctx context.Context, h *history) (*plan, error) {
+	if h.Name == "" {
+		return s.resolveUnnamed(ctx, h)
+	}
+	base, err := s.load(ctx, h.Tenant, h.Name)
+	if err != nil {
+		return nil, err
+	}
+	if base == nil || base.Transcript.Count == 0 {
+		if base != nil {
+			return &plan{sess: base, event: EventCreated}, nil // created but never advanced
+		}
+		return &plan{sess: engine.NewSession(h.Tenant, h.Name, h.Received.UTC()), event: EventCreated, fresh: true}, nil
+	}
+	if p := s.match(h, base); p != nil {
+		return p, nil
+	}
+	// Not the session itself: one of its forks, found by content.
+	for _, hash := range []string{h.hashes[h.seen], h.hashes[len(h.conv.Messages)]} {
+		ids, err := s.cfg.Store.FindSessions(ctx, h.Tenant, hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if id == h.Name || baseName(id) != h.Name {
+				continue
+			}
+			f, err := s.load(ctx, h.Tenant, id)
+			if err != nil || f == nil {
+				continue // deleted meanwhile
+			}
+			if p := s.match(h, f); p != nil {
+				return p, nil
+			}
+		}
+	}
+	return s.fork(ctx, h, base)
+}
+
+// resolveUnnamed finds, by content, the session a history that names none continues; else the
+// history starts a session of its own.
+func (s *Service) resolveUnnamed(ctx context.Context, h *history) (*plan, error) {
+	hashes := []string{h.hashes[h.seen]}
+	if h.Retry || h.Key != "" {
+		hashes = append(hashes, h.hashes[len(h.conv.Messages)])
+	}
+	for _, hash := range hashes {
+		if hash == "" {
+			continue
+		}
+		ids, err := s.cfg.Store.FindSessions(ctx, h.Tenant, hash)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			sess, err := s.load(ctx, h.Tenant, id)
+			if err != nil || sess == nil {
+				continue
+			}
+			p := s.match(h, sess)
+			if p == nil || p.event == EventRegenerated {
+				// Without a name, the same history again without a retry mark is another
+				// conversation that opens the same way, not a regeneration.
+				continue
+			}
+			return p, nil
+		}
+	}
+	id, err := s.freshName(ctx, h.Tenant, "auto-"+h.hashes[len(h.conv.Messages)][:12])
+	if err != nil {
+		return nil, err
+	}
+	return &plan{sess: engine.NewSession(h.Tenant, id, h.Received.UTC()), event: EventCreated, fresh: true}, nil
+}
+
+// match reports how the history relates to sess: it continues it, retries or regenerates its
+// last request, or (nil) neither.
+func (s *Service) match(h *history, sess *hippocam.Session) *plan {
+	t, n := sess.Transcript, len(h.conv.Messages)
+	switch {
+	case t.Count == 0:
+		return nil
+	case t.Count < n && h.hashes[t.Count] == t.Hash:
+		return &plan{sess: sess, event: EventContinued}
+	case t.Answer != "" && t.PrevCount == n && h.hashes[n] == t.PrevHash:
+		if h.Retry || (h.Key != "" && h.Key == t.RequestKey) {
+			return &plan{sess: sess, event: EventRetried}
+		}
+		return &plan{sess: sess, event: EventRegenerated}
+	}
+	return nil
+}
+
+// fork decides the new fork of base that the diverging history continues in.
+func (s *Service) fork(ctx context.Context, h *history, base *hippocam.Session) (*plan, error) {
+	list, err := s.cfg.Store.Sessions(ctx, h.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	next := 2
+	for _, info := range list {
+		if rest, ok := strings.CutPrefix(info.ID, h.Name+"~"); ok {
+			if k, err := strconv.Atoi(rest); err == nil && k >= next {
+				next = k + 1
+			}
+		}
+	}
+	if next-1 > s.cfg.MaxForks {
+		s.log.Warn("fork bound reached", logTenant, h.Tenant, logSession, h.Name, "max_forks", s.cfg.MaxForks)
+		return nil, hippocam.Errorf(hippocam.EINVALID, "session %q has reached its bound of %d forks (--max-forks); name a new session (Hippocam-Session header)", h.Name, s.cfg.MaxForks)
+	}
+	at, err := s.common(ctx, base, h)
+	if err != nil {
+		return nil, err
+	}
+	id := forkName(h.Name, next)
+	s.log.Info("history diverged from the session; continuing in a fork", logTenant, h.Tenant, logSession, h.Name, logFork, id, "common", at)
+	sess := engine.NewSession(h.Tenant, id, h.Received.UTC())
+	sess.Transcript.Fork = &hippocam.Fork{From: base.ID, At: at}
+	return &plan{sess: sess, event: EventForked, fresh: true}, nil
+}
+
+// common counts the transcript messages base and the history have in common, reading base's
+// transcript from its tree (framing versions and regenerated answers left out).
+func (s *Service) common(ctx context.Context, base *hippocam.Session, h *history) (int, error) {
+	msgs, err := Transcript(ctx, hippocam.SessionArchive(s.cfg.Store, base.Tenant, base.ID), base.Context)
+	if err != nil {
+		return 0, err
+	}
+	hash, n := "", 0
+	for n < len(msgs) && n < len(h.conv.Messages) {
+		hash = hippocam.TranscriptHash(hash, &msgs[n])
+		if hash != h.hashes[n+1] {
+			break
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Transcript returns the conversation as the agent saw it, from a session's context: every raw
+// message of its tree in order, without framing versions and regenerated answers.
+func Transcript(ctx context.Context, a hippocam.Archive, context []hippocam.Message) ([]hippocam.Message, error) {
+	var out []hippocam.Message
+	var walk func([]hippocam.Message) error
+	walk = func(ms []hippocam.Message) error {
+		for _, m := range ms {
+			switch {
+			case m.Kind.Hidden():
+			case m.Consolidated():
+				kids, err := a.Children(ctx, m.Ref)
+				if err != nil {
+					return err
+				}
+				if err := walk(kids); err != nil {
+					return err
+				}
+			case m.Kind == hippocam.KindRaw:
+				out = append(out, m)
+			}
+		}
+		return nil
+	}
+	return out, walk(context)
+}
+
+// freshName returns name, or name-2, name-3…, whichever no session of the tenant has.
+func (s *Service) freshName(ctx context.Context, tenant, name string) (string, error) {
+	for k := 1; ; k++ {
+		id := name
+		if k > 1 {
+			id = name + "-" + strconv.Itoa(k)
+		}
+		sess, err := s.load(ctx, tenant, id)
+		if err != nil {
+			return "", err
+		}
+		if sess == nil {
+			return id, nil
+		}
+	}
+}
+
+// advance runs the engine step the plan calls for and commits it.
+func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, error) {
+	sess, conv := p.sess, h.conv
+	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Extra: conv.Extra, Model: conv.Model,
+		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing}
+	n := len(conv.Messages)
+	if p.event == EventRegenerated {
+		in.Regenerate = sess.Transcript.Answer
+	} else {
+		unseen := conv.Messages[sess.Transcript.Count:]
+		last := -1
+		for i, m := range unseen {
+			if m.Role == hippocam.RoleAssistant {
+				last = i
+			}
+		}
+		in.History, in.Messages = unseen[:last+1], unseen[last+1:]
+	}
+	res, err := s.cfg.Engine.Step(ctx, sess, hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.ID), in)
+	if err != nil {
+		return nil, err
+	}
+	next := res.Session
+	before := h.hashes[n]
+	next.Transcript.Count, next.Transcript.Hash = n+1, hippocam.TranscriptHash(before, &res.Answer)
+	next.Transcript.PrevCount, next.Transcript.PrevHash = n, before
+	next.Transcript.Answer, next.Transcript.RequestKey = res.Answer.ID, h.Key
+	next.Transcript.Framing, next.Transcript.FramingHash = conv.Framing, h.framing
+	next.UpdatedAt = time.Now().UTC()
+	if p.fresh {
+		if err := s.cfg.Store.CreateSession(ctx, sess); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.cfg.Store.Commit(ctx, next, res.Change); err != nil {
+		s.cache.drop(h.Tenant, sess.ID) // stale (another replica) or gone: read the store next time
+		return nil, err
+	}
+	s.cache.put(next)
+	s.log.Debug("step", logTenant, h.Tenant, logSession, sess.ID, logEvent, string(p.event))
+	return &Result{Session: next, Event: p.event, Answer: res.Answer, Usage: res.Usage[hippocam.CallAgent], Step: res}, nil
+}
+
+// Delete removes a session and everything archived in it, serialized with the requests that
+// continue it. ENOTFOUND if there is none.
+func (s *Service) Delete(ctx context.Context, tenant, id string) error {
+	unlock := s.locks.lock(tenant + "\x00n\x00" + baseName(id))
+	defer unlock()
+	s.cache.drop(tenant, id)
+	err := s.cfg.Store.DeleteSession(ctx, tenant, id)
+	s.cache.drop(tenant, id)
+	return err
+}
+
+// load returns the session from the cache or the store; nil (and no error) if there is none.
+func (s *Service) load(ctx context.Context, tenant, id string) (*hippocam.Session, error) {
+	sess, err := s.cache.load(ctx, s.cfg.Store, tenant, id)
+	if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
+		return nil, nil
+	}
+	return sess, err
+}
+
+// forkName is the name of the k-th fork of a session (k ≥ 2); the first is the name itself.
+func forkName(name string, k int) string {
+	if k <= 1 {
+		return name
+	}
+	return fmt.Sprintf("%s~%d", name, k)
+}
+
+// baseName is the session name a fork belongs to: "x" for "x", "x~2" and "x~3".
+func baseName(id string) string {
+	if i := strings.LastIndexByte(id, '~'); i > 0 {
+		if _, err := strconv.Atoi(id[i+1:]); err == nil {
+			return id[:i]
+		}
+	}
+	return id
+}
