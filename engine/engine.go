@@ -95,6 +95,15 @@ type Result struct {
 	Elapsed, ModelTime time.Duration
 }
 
+// FinishReasonOr returns the main model's finish reason, or def for a nil result (a retried
+// request, answered from the store).
+func (r *Result) FinishReasonOr(def string) string {
+	if r == nil {
+		return def
+	}
+	return r.FinishReason
+}
+
 // NewSession returns an empty session.
 func NewSession(tenant, id string, now time.Time) *hippocam.Session {
 	return &hippocam.Session{Tenant: tenant, ID: id, Usage: hippocam.Usage{}, CreatedAt: now, UpdatedAt: now}

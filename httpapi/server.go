@@ -190,7 +190,18 @@ type upstreamStatus interface {
 // writeError maps err once to an HTTP status and OpenAI's error JSON. Internal details never
 // reach the client.
 func writeError(w http.ResponseWriter, err error) {
-	status, typ, code, msg := http.StatusInternalServerError, "server_error", "", hippocam.ErrorMessage(err)
+	status, typ, code, msg := errorStatus(w, err)
+	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
+	if code != "" {
+		body["code"] = code
+	}
+	writeJSON(w, status, map[string]any{"error": body})
+}
+
+// errorStatus maps err to its HTTP status, OpenAI error type and code, and the message a client
+// may see; it sets Retry-After when the upstream asked for a wait.
+func errorStatus(w http.ResponseWriter, err error) (status int, typ, code, msg string) {
+	status, typ, code, msg = http.StatusInternalServerError, "server_error", "", hippocam.ErrorMessage(err)
 	var up upstreamStatus
 	if errors.As(err, &up) {
 		st, wait := up.UpstreamStatus()
@@ -211,28 +222,24 @@ func writeError(w http.ResponseWriter, err error) {
 			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 		}
 	} else {
-		switch code := hippocam.ErrorCode(err); {
-		case code == hippocam.EINVALID && errors.As(err, new(methodError)):
+		switch ec := hippocam.ErrorCode(err); {
+		case ec == hippocam.EINVALID && errors.As(err, new(methodError)):
 			status, typ = http.StatusMethodNotAllowed, "invalid_request_error"
-		case code == hippocam.EINVALID:
+		case ec == hippocam.EINVALID:
 			status, typ = http.StatusBadRequest, "invalid_request_error"
-		case code == hippocam.ECAPACITY:
+		case ec == hippocam.ECAPACITY:
 			status, typ, code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
-		case code == hippocam.ENOTFOUND:
+		case ec == hippocam.ENOTFOUND:
 			status, typ, code = http.StatusNotFound, "invalid_request_error", "not_found"
-		case code == hippocam.ECONFLICT:
+		case ec == hippocam.ECONFLICT:
 			status, typ, code = http.StatusConflict, "invalid_request_error", "conflict"
-		case code == hippocam.EUNAUTHORIZED:
+		case ec == hippocam.EUNAUTHORIZED:
 			status, typ, code = http.StatusUnauthorized, "authentication_error", "invalid_api_key"
-		case code == hippocam.EFORBIDDEN:
+		case ec == hippocam.EFORBIDDEN:
 			status, typ, code = http.StatusForbidden, "permission_error", "forbidden"
-		case code == hippocam.EUNAVAILABLE:
+		case ec == hippocam.EUNAVAILABLE:
 			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
 		}
 	}
-	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
-	if code != "" {
-		body["code"] = code
-	}
-	writeJSON(w, status, map[string]any{"error": body})
+	return status, typ, code, msg
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/anthropic"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
 	"github.com/hippocam/hippocam/inmem"
@@ -25,6 +26,7 @@ import (
 	"github.com/hippocam/hippocam/replay"
 	"github.com/hippocam/hippocam/scenario"
 	"github.com/hippocam/hippocam/scenarios"
+	"github.com/hippocam/hippocam/sessions"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
 	"github.com/hippocam/hippocam/viewer"
@@ -36,12 +38,15 @@ type ServeCommand struct {
 	Addr     string
 	DB       string
 	Upstream string
-	APIKey   string
-	Model    string
-	Window   int
-	Keys     string
-	Demo     bool
-	LogJSON  bool
+	// UpstreamFormat is "openai" (chat completions, any compatible server) or "anthropic".
+	UpstreamFormat string
+	MaxForks       int
+	APIKey         string
+	Model          string
+	Window         int
+	Keys           string
+	Demo           bool
+	LogJSON        bool
 
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
@@ -71,6 +76,8 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.Addr, "addr", env("HIPPOCAM_ADDR", "127.0.0.1:8080"), "listen address (env HIPPOCAM_ADDR)")
 	fs.StringVar(&c.DB, "db", env("HIPPOCAM_DB", "hippocam.db"), "SQLite file, or a postgres:// DSN (env HIPPOCAM_DB)")
 	fs.StringVar(&c.Upstream, "upstream", env("HIPPOCAM_UPSTREAM", ""), "the model's OpenAI-compatible base URL, e.g. https://api.openai.com/v1 (env HIPPOCAM_UPSTREAM)")
+	fs.StringVar(&c.UpstreamFormat, "upstream-format", env("HIPPOCAM_UPSTREAM_FORMAT", "openai"), "the upstream's wire format: openai (chat completions) or anthropic (messages) (env HIPPOCAM_UPSTREAM_FORMAT)")
+	fs.IntVar(&c.MaxForks, "max-forks", sessions.DefaultMaxForks, "the most forks one session name may have")
 	fs.StringVar(&c.Model, "model", env("HIPPOCAM_MODEL", "gpt-4o-mini"), "model for Hippocam's own calls (JANUS, PRECIP, PALIM) and agents that name none (env HIPPOCAM_MODEL)")
 	fs.IntVar(&c.Window, "context-window", window, "context window W in tokens (env HIPPOCAM_CONTEXT_WINDOW)")
 	fs.StringVar(&c.Keys, "keys", env("HIPPOCAM_KEYS", ""), "file of 'TENANT KEY' lines; without it, no auth and loopback only (env HIPPOCAM_KEYS)")
@@ -88,7 +95,17 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	if c.Demo && !windowSet {
 		c.Window = demoWindow // small, so that the demo folds and the tree has depth
 	}
-	c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("OPENAI_API_KEY"))
+	switch c.UpstreamFormat {
+	case "openai":
+		c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("OPENAI_API_KEY"))
+	case "anthropic":
+		c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("ANTHROPIC_API_KEY"))
+		if c.Upstream == "" && !c.Demo {
+			c.Upstream = anthropic.DefaultBaseURL
+		}
+	default:
+		return fmt.Errorf("--upstream-format must be openai or anthropic, not %q", c.UpstreamFormat)
+	}
 	if c.Upstream == "" && !c.Demo {
 		return fmt.Errorf("--upstream is required (or --demo for the simulated model)")
 	}
@@ -112,11 +129,22 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		demo := simClient(tok)
 		mcfg.BaseURL, mcfg.Model, mcfg.HTTPClient = demo.BaseURL, demo.Model, demo.HTTPClient
 	}
-	model, err := openai.New(mcfg)
+	model, err := openai.New(mcfg) // also the pass-through of GET /v1/models
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(engine.ForWindow(c.Window), model, tok, log)
+	var upstream hippocam.Model = model
+	if c.UpstreamFormat == "anthropic" {
+		acfg := anthropic.DefaultConfig()
+		acfg.BaseURL, acfg.APIKey, acfg.Model, acfg.Logger, acfg.HTTPClient = mcfg.BaseURL, c.APIKey, mcfg.Model, log, mcfg.HTTPClient
+		if c.Demo {
+			acfg.BaseURL = strings.TrimSuffix(mcfg.BaseURL, "/v1")
+		}
+		if upstream, err = anthropic.New(acfg); err != nil {
+			return err
+		}
+	}
+	e, err := engine.New(engine.ForWindow(c.Window), upstream, tok, log)
 	if err != nil {
 		return err
 	}
@@ -141,7 +169,11 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		fmt.Fprintf(c.Stdout, "no --keys given: authentication is off, so Hippocam listens on loopback only (%s)\n", addr)
 	}
 	metrics := httpapi.NewMetrics()
-	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics})
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log})
+	if err != nil {
+		return err
+	}
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Sessions: svc, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics})
 	if err != nil {
 		return err
 	}

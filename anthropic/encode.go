@@ -1,0 +1,431 @@
+package anthropic
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"unicode"
+
+	"github.com/hippocam/hippocam"
+)
+
+// How the client renders a hippocam.Request (Complete and Stream):
+//
+//   - Leading system messages become "system", one text block each. A system message later in
+//     the conversation becomes user text, since the format has no such turn.
+//   - Tool messages become tool_result blocks of a user turn (content the text, or the text and
+//     the parts as blocks; is_error when the message has a PartToolError part). Consecutive
+//     messages of one role share one turn, so tool results and the user text that follows them
+//     travel together, the tool results first, as the format requires.
+//   - Assistant messages become their thinking parts, their text, their other parts and a
+//     tool_use block per call (input the arguments, or {} when they are not a JSON object).
+//   - Parts become blocks: a part that came in Anthropic's format is sent as its bytes (without
+//     any cache-control mark); images and files of other formats are built from their media
+//     type and data, URL or file id; parts that cannot be rendered are dropped and logged.
+//   - Text blocks that would hold only white space are left out (the API refuses them), and a
+//     final assistant turn (a prefill) loses its trailing white space for the same reason.
+//   - Extra: temperature (capped at 1, the format's maximum), top_p, top_k, thinking,
+//     metadata.user_id, service_tier ("auto" or "standard_only"), stop (as stop_sequences),
+//     parallel_tool_calls false (as disable_parallel_tool_use) and, when MaxTokens is 0,
+//     max_tokens, max_completion_tokens or max_output_tokens are used; fields only the OpenAI
+//     formats know are dropped; any other field is passed on under its own name.
+//   - Prompt caching (unless Config.NoPromptCache): cache_control {"type":"ephemeral"} on the
+//     last system block, the last tool and the last block of each of the last two turns. The
+//     engine only appends to a session's context, so these prefixes recur from call to call.
+
+// requestBody encodes req for the wire.
+func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error) {
+	if req == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: no request")
+	}
+	wr, err := c.buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	wr.Stream = stream
+	b, err := marshal(wr)
+	if err != nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: encode request: %v", err)
+	}
+	return b, nil
+}
+
+// buildRequest renders req as a Messages request.
+func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
+	wr := &Request{Model: c.cfg.Model, MaxTokens: req.MaxTokens}
+	if req.Model != "" {
+		wr.Model = req.Model
+	}
+	var extra map[string]json.RawMessage
+	if len(req.Extra) > 0 {
+		if err := json.Unmarshal(req.Extra, &extra); err != nil {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: request extra fields must be a JSON object: %v", err)
+		}
+	}
+	msgs := req.Messages
+	for len(msgs) > 0 && msgs[0].Role == hippocam.RoleSystem {
+		if !blank(msgs[0].Content) {
+			wr.System = append(wr.System, Block{Type: BlockText, Text: msgs[0].Content})
+		}
+		msgs = msgs[1:]
+	}
+	wr.Messages = c.turns(msgs)
+	if len(wr.Messages) == 0 {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if firstByte(schema) != '{' {
+			schema = json.RawMessage(defaultSchema)
+		}
+		wr.Tools = append(wr.Tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	switch req.ToolChoice {
+	case "":
+	case "auto":
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceAuto}
+	case "none":
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceNone}
+	case "required":
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceAny}
+	default:
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: req.ToolChoice}
+	}
+	c.applyExtra(wr, extra)
+	if wr.MaxTokens <= 0 {
+		wr.MaxTokens = c.cfg.MaxTokens
+	}
+	if !c.cfg.NoPromptCache {
+		markCache(wr)
+	}
+	return wr, nil
+}
+
+// turns renders the conversation after the system prompt as user and assistant turns.
+func (c *Client) turns(msgs []hippocam.Message) []Message {
+	var out []Message
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case hippocam.RoleAssistant:
+			out = addTurn(out, roleAssistant, c.assistantBlocks(m))
+		case hippocam.RoleTool:
+			out = addTurn(out, roleUser, []Block{c.toolResult(m)})
+		default:
+			out = addTurn(out, roleUser, c.userBlocks(m))
+		}
+	}
+	if n := len(out); n > 0 && out[n-1].Role == roleAssistant {
+		trimPrefill(&out[n-1])
+	}
+	return out
+}
+
+// addTurn adds blocks to the conversation: to the last turn when it has the same role (tool
+// results after the tool results already there, before the rest), else as a new turn.
+func addTurn(out []Message, role string, blocks []Block) []Message {
+	if len(blocks) == 0 {
+		return out
+	}
+	n := len(out)
+	if n == 0 || out[n-1].Role != role {
+		return append(out, Message{Role: role, Content: blocks})
+	}
+	last := &out[n-1]
+	for _, b := range blocks {
+		if b.Type != BlockToolResult {
+			last.Content = append(last.Content, b)
+			continue
+		}
+		at := 0
+		for at < len(last.Content) && last.Content[at].Type == BlockToolResult {
+			at++
+		}
+		last.Content = append(last.Content[:at], append(Content{b}, last.Content[at:]...)...)
+	}
+	return out
+}
+
+// trimPrefill removes the trailing white space of a final assistant turn, which the API refuses.
+func trimPrefill(m *Message) {
+	for j := len(m.Content) - 1; j >= 0; j-- {
+		b := &m.Content[j]
+		if b.Type != BlockText {
+			return
+		}
+		if b.Text = strings.TrimRightFunc(b.Text, unicode.IsSpace); b.Text != "" {
+			return
+		}
+		m.Content = append(m.Content[:j], m.Content[j+1:]...)
+	}
+}
+
+// userBlocks renders a user message (or a system message inside the conversation): its parts,
+// then its text, as the format advises for images.
+func (c *Client) userBlocks(m *hippocam.Message) []Block {
+	blocks := c.partBlocks(m.Parts, func(string) bool { return true })
+	if !blank(m.Content) {
+		blocks = append(blocks, Block{Type: BlockText, Text: m.Content})
+	}
+	return blocks
+}
+
+// assistantBlocks renders an assistant message: thinking, text, other parts, tool calls.
+func (c *Client) assistantBlocks(m *hippocam.Message) []Block {
+	blocks := c.partBlocks(m.Parts, isThinking)
+	if !blank(m.Content) {
+		blocks = append(blocks, Block{Type: BlockText, Text: m.Content})
+	}
+	blocks = append(blocks, c.partBlocks(m.Parts, func(t string) bool { return !isThinking(t) })...)
+	for _, call := range m.ToolCalls {
+		blocks = append(blocks, Block{Type: BlockToolUse, ID: call.ID, Name: call.Name, Input: c.toolInput(call)})
+	}
+	return blocks
+}
+
+// toolResult renders a tool message as a tool_result block.
+func (c *Client) toolResult(m *hippocam.Message) Block {
+	b := Block{Type: BlockToolResult, ToolUseID: m.ToolCallID}
+	for _, p := range m.Parts {
+		if p.Type == PartToolError {
+			b.IsError = true
+		}
+	}
+	parts := c.partBlocks(m.Parts, func(string) bool { return true })
+	switch {
+	case len(parts) == 0 && m.Content == "":
+	case len(parts) == 0:
+		b.Content, _ = marshal(m.Content)
+	default:
+		var content []Block
+		if !blank(m.Content) {
+			content = append(content, Block{Type: BlockText, Text: m.Content})
+		}
+		b.Content, _ = marshal(append(content, parts...))
+	}
+	return b
+}
+
+// isThinking reports whether a part type holds the model's thinking.
+func isThinking(typ string) bool { return typ == PartThinking || typ == PartRedactedThinking }
+
+// partBlocks renders the parts whose type keep accepts, dropping (and logging) those that
+// cannot be rendered.
+func (c *Client) partBlocks(parts []hippocam.Part, keep func(string) bool) []Block {
+	var out []Block
+	for _, p := range parts {
+		if p.Type == PartToolError || !keep(p.Type) {
+			continue
+		}
+		if b, ok := c.partBlock(p); ok {
+			out = append(out, b)
+		} else {
+			c.log.Warn("dropped a message part the Messages API cannot carry", logPart, p.Type)
+		}
+	}
+	return out
+}
+
+// partBlock renders one part as a block.
+func (c *Client) partBlock(p hippocam.Part) (Block, bool) {
+	if b, ok := rawBlock(p); ok {
+		return b, true
+	}
+	var typ string
+	switch p.Type {
+	case hippocam.PartImage:
+		typ = BlockImage
+	case hippocam.PartFile:
+		typ = BlockDocument
+	default:
+		return Block{}, false
+	}
+	src, ok := partSource(p)
+	if !ok {
+		return Block{}, false
+	}
+	b := Block{Type: typ, Source: src}
+	if typ == BlockDocument {
+		b.Title = p.Name
+	}
+	return b, true
+}
+
+// partSource builds the source of an image or file part from its data, URL or file id.
+func partSource(p hippocam.Part) (*Source, bool) {
+	data, mediaType := p.Data, p.MediaType
+	if p.URL != "" && data == "" {
+		rest, isData := strings.CutPrefix(p.URL, "data:")
+		if !isData {
+			return &Source{Type: sourceURL, URL: p.URL}, true
+		}
+		meta, payload, ok := strings.Cut(rest, ",")
+		if !ok || !strings.HasSuffix(meta, ";base64") {
+			return nil, false
+		}
+		data, mediaType = payload, strings.TrimSuffix(meta, ";base64")
+	}
+	switch {
+	case data != "":
+		raw, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, false
+		}
+		if mediaType == "" {
+			mediaType = http.DetectContentType(raw)
+			mediaType, _, _ = strings.Cut(mediaType, ";")
+		}
+		if p.Type == hippocam.PartFile && mediaType == mediaTypeText {
+			return &Source{Type: sourceText, MediaType: mediaTypeText, Data: string(raw)}, true
+		}
+		return &Source{Type: sourceBase64, MediaType: mediaType, Data: data}, true
+	case p.FileID != "":
+		return &Source{Type: sourceFile, FileID: p.FileID}, true
+	}
+	return nil, false
+}
+
+// toolInput returns a call's arguments as the tool_use input: the arguments when they are a
+// JSON object, else {} (logged unless the arguments were empty).
+func (c *Client) toolInput(call hippocam.ToolCall) json.RawMessage {
+	args := strings.TrimSpace(call.Arguments)
+	if args == "" {
+		return json.RawMessage(emptyInput)
+	}
+	if firstByte([]byte(args)) == '{' && json.Valid([]byte(args)) {
+		return json.RawMessage(args)
+	}
+	c.log.Warn("tool call arguments are not a JSON object; sending {}", logTool, call.Name)
+	return json.RawMessage(emptyInput)
+}
+
+// blank reports whether s holds nothing but white space.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
+
+// chatOnly reports whether an Extra field is one that only the OpenAI formats know.
+func chatOnly(k string) bool {
+	switch k {
+	case "response_format", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs",
+		"user", "seed", "n", "stream_options", "store", "logit_bias", "reasoning_effort",
+		"modalities", "audio", "prediction", "web_search_options", "functions", "function_call",
+		"prompt_cache_key", "prompt_cache_retention", "safety_identifier", "verbosity",
+		"reasoning", "text", "include", "instructions", "previous_response_id", "truncation",
+		"background", "conversation", "max_tool_calls", "parallel_tool_calls",
+		"max_completion_tokens", "max_output_tokens":
+		return true
+	}
+	return false
+}
+
+// applyExtra takes from the request's Extra fields what the format can carry.
+func (c *Client) applyExtra(wr *Request, extra map[string]json.RawMessage) {
+	drop := func(k string) { c.log.Debug("dropped a request field the Messages API does not know", logField, k) }
+	for _, k := range sortedKeys(extra) {
+		v := extra[k]
+		if string(v) == "null" {
+			continue
+		}
+		switch k {
+		case "model", "messages", "system", "tools", "tool_choice", "stream":
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
+			var n int
+			if wr.MaxTokens <= 0 && json.Unmarshal(v, &n) == nil && n > 0 {
+				wr.MaxTokens = n
+			}
+		case "temperature":
+			var t float64
+			if json.Unmarshal(v, &t) != nil {
+				drop(k)
+				continue
+			}
+			t = min(max(t, 0), 1)
+			wr.Temperature = &t
+		case "top_p":
+			var p float64
+			if json.Unmarshal(v, &p) != nil {
+				drop(k)
+				continue
+			}
+			wr.TopP = &p
+		case "top_k":
+			var n int
+			if json.Unmarshal(v, &n) != nil {
+				drop(k)
+				continue
+			}
+			wr.TopK = &n
+		case "thinking":
+			wr.Thinking = v
+		case "metadata":
+			var md struct {
+				UserID string `json:"user_id"`
+			}
+			if json.Unmarshal(v, &md) == nil && md.UserID != "" {
+				wr.Metadata, _ = marshal(md)
+			} else {
+				drop(k)
+			}
+		case "service_tier":
+			var s string
+			if json.Unmarshal(v, &s) == nil && (s == "auto" || s == "standard_only") {
+				wr.ServiceTier = s
+			} else {
+				drop(k)
+			}
+		case "stop", "stop_sequences":
+			wr.StopSequences = append(wr.StopSequences, stopSequences(v)...)
+		default:
+			if k == "parallel_tool_calls" && string(v) == "false" && len(wr.Tools) > 0 {
+				if wr.ToolChoice == nil {
+					wr.ToolChoice = &ToolChoice{Type: toolChoiceAuto}
+				}
+				wr.ToolChoice.DisableParallelToolUse = wr.ToolChoice.Type != toolChoiceNone
+				continue
+			}
+			if chatOnly(k) {
+				drop(k)
+				continue
+			}
+			if wr.Extra == nil {
+				wr.Extra = Extra{}
+			}
+			wr.Extra[k] = v
+		}
+	}
+}
+
+// stopSequences reads a chat "stop" value: a string or an array of strings.
+func stopSequences(v json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(v, &one) == nil {
+		if one == "" {
+			return nil
+		}
+		return []string{one}
+	}
+	var many []string
+	_ = json.Unmarshal(v, &many)
+	return many
+}
+
+// markCache puts the prompt-cache breakpoints on the stable prefix: the last system block, the
+// last tool and the last block that may carry a mark in each of the last two turns.
+func markCache(wr *Request) {
+	mark := func() *CacheControl { return &CacheControl{Type: cacheEphemeral} }
+	if n := len(wr.System); n > 0 {
+		wr.System[n-1].CacheControl = mark()
+	}
+	if n := len(wr.Tools); n > 0 {
+		wr.Tools[n-1].CacheControl = mark()
+	}
+	for i := max(0, len(wr.Messages)-2); i < len(wr.Messages); i++ {
+		content := wr.Messages[i].Content
+		for j := len(content) - 1; j >= 0; j-- {
+			if t := content[j].Type; t != BlockThinking && t != BlockRedactedThinking {
+				content[j].CacheControl = mark()
+				break
+			}
+		}
+	}
+}

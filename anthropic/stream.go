@@ -1,0 +1,209 @@
+package anthropic
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Stream sends req as a streamed Messages request, calls onText with every piece of text as it
+// arrives (onText may be nil), and returns the whole answer as Complete would.
+//
+// Attempts are repeated, as for Complete, until the first piece of text has reached onText: a
+// stream that breaks, or sends an error event such as overloaded_error, before that is tried
+// again; after it the error is EUNAVAILABLE. Config.Timeout bounds the wait for the headers
+// and every pause between two lines. Errors otherwise as for Complete; a stream that ends
+// without message_stop is EUNAVAILABLE.
+func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(string)) (*hippocam.Response, error) {
+	body, err := c.requestBody(req, true)
+	if err != nil {
+		return nil, err
+	}
+	var asm *assembler
+	err = c.do(ctx, &exchange{
+		op: "messages stream", body: body, role: roleOf(req), accept: "text/event-stream",
+		read: func(resp *http.Response, a *attempt) error {
+			asm = &assembler{onText: onText}
+			return readEvents(resp.Body, a, asm)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return asm.response()
+}
+
+// readEvents reads the server-sent events of body and gives each to asm, until message_stop or
+// the end of the body. Failures before any text reached the caller are transient; after it
+// they are EUNAVAILABLE, like malformed events.
+func readEvents(body io.Reader, a *attempt, asm *assembler) error {
+	lr := &io.LimitedReader{R: body, N: maxStreamBytes + 1}
+	br := bufio.NewReaderSize(lr, 64<<10)
+	var data bytes.Buffer
+	hasData := false
+	fail := func(err error) error {
+		if asm.texts == 0 {
+			return transient{err}
+		}
+		return err
+	}
+	dispatch := func() error {
+		if !hasData {
+			return nil
+		}
+		hasData = false
+		defer data.Reset()
+		var ev Event
+		if err := json.Unmarshal(data.Bytes(), &ev); err != nil {
+			return unreadable(fmt.Sprintf("stream event %d: %v", asm.events+1, err))
+		}
+		if ev.Type == EventError {
+			msg := "an error event"
+			if ev.Error != nil {
+				msg = ev.Error.Type + ": " + ev.Error.Message
+			}
+			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", msg))
+		}
+		return asm.add(&ev)
+	}
+	for {
+		line, rerr := br.ReadBytes('\n')
+		a.touch()
+		if lr.N <= 0 {
+			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint streamed over %d MiB", maxStreamBytes>>20)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 && rerr == nil {
+			if err := dispatch(); err != nil || asm.stopped {
+				return err
+			}
+			continue
+		}
+		if field, value, ok := bytes.Cut(line, []byte(":")); ok && string(field) == "data" {
+			if hasData {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(value, []byte(" ")))
+			hasData = true
+		}
+		if rerr == nil {
+			continue
+		}
+		if err := dispatch(); err != nil || asm.stopped {
+			return err
+		}
+		if rerr != io.EOF {
+			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.explain(rerr)))
+		}
+		return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before message_stop"))
+	}
+}
+
+// assembler builds the whole answer from a stream's events.
+type assembler struct {
+	onText  func(string)
+	blocks  []Block
+	args    map[int]*strings.Builder // partial input of tool_use blocks, by index
+	usage   Usage
+	stop    string
+	events  int
+	texts   int // text deltas given to onText
+	stopped bool
+}
+
+// add takes in one event. EUNAVAILABLE for an event that does not fit the stream.
+func (s *assembler) add(ev *Event) error {
+	s.events++
+	switch ev.Type {
+	case EventMessageStart:
+		if ev.Message != nil {
+			s.usage = ev.Message.Usage
+		}
+	case EventContentBlockStart:
+		if ev.ContentBlock == nil || ev.Index < 0 || ev.Index > len(s.blocks) {
+			return unreadable(fmt.Sprintf("content_block_start %d out of order", ev.Index))
+		}
+		b := *ev.ContentBlock
+		if b.Type == BlockToolUse {
+			b.Input = nil
+			if s.args == nil {
+				s.args = map[int]*strings.Builder{}
+			}
+			s.args[ev.Index] = &strings.Builder{}
+		}
+		if ev.Index == len(s.blocks) {
+			s.blocks = append(s.blocks, b)
+		} else {
+			s.blocks[ev.Index] = b
+		}
+	case EventContentBlockDelta:
+		if ev.Delta == nil || ev.Index < 0 || ev.Index >= len(s.blocks) {
+			return unreadable(fmt.Sprintf("content_block_delta for block %d, which did not start", ev.Index))
+		}
+		s.delta(ev.Index, ev.Delta)
+	case EventMessageDelta:
+		if ev.Delta != nil && ev.Delta.StopReason != nil {
+			s.stop = *ev.Delta.StopReason
+		}
+		if u := ev.Usage; u != nil {
+			s.usage.OutputTokens = u.OutputTokens
+			if u.InputTokens > 0 || u.CacheReadInputTokens > 0 || u.CacheCreationInputTokens > 0 {
+				s.usage.InputTokens, s.usage.CacheReadInputTokens = u.InputTokens, u.CacheReadInputTokens
+				s.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
+			}
+		}
+	case EventMessageStop:
+		s.stopped = true
+	}
+	return nil
+}
+
+// delta applies one content_block_delta to block i.
+func (s *assembler) delta(i int, d *Delta) {
+	b := &s.blocks[i]
+	switch d.Type {
+	case deltaText:
+		b.Text += d.Text
+		if d.Text != "" {
+			s.texts++
+			if s.onText != nil {
+				s.onText(d.Text)
+			}
+		}
+	case deltaInputJSON:
+		if sb := s.args[i]; sb != nil {
+			sb.WriteString(d.PartialJSON)
+		}
+	case deltaThinking:
+		b.Thinking += d.Thinking
+	case deltaSignature:
+		b.Signature += d.Signature
+	}
+}
+
+// response returns the assembled answer.
+func (s *assembler) response() (*hippocam.Response, error) {
+	raws := make([]json.RawMessage, len(s.blocks))
+	for i := range s.blocks {
+		b := &s.blocks[i]
+		if sb := s.args[i]; sb != nil {
+			b.Input = json.RawMessage(sb.String())
+			continue
+		}
+		if b.Type != BlockText {
+			raw, err := marshal(b)
+			if err != nil {
+				return nil, unreadable(fmt.Sprintf("content block %d: %v", i, err))
+			}
+			raws[i] = raw
+		}
+	}
+	return answerOf(s.blocks, raws, s.stop, s.usage)
+}

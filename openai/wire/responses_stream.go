@@ -1,0 +1,678 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hippocam/hippocam"
+)
+
+// This file holds the response side of OpenAI's Responses API: the response object, its output
+// items, the event stream of a streamed answer, and the error body.
+
+// Response is a Responses API response object. Raw fields are written as sent (null when unset).
+// MarshalJSON writes empty Output and Tools as [] (SDKs append to them while streaming).
+type Response struct {
+	ID                 string          `json:"id"`
+	Object             string          `json:"object"`
+	CreatedAt          int64           `json:"created_at"`
+	Status             string          `json:"status"`
+	Error              json.RawMessage `json:"error"`
+	IncompleteDetails  json.RawMessage `json:"incomplete_details"`
+	Instructions       json.RawMessage `json:"instructions"`
+	MaxOutputTokens    *int            `json:"max_output_tokens"`
+	Model              string          `json:"model"`
+	Output             []OutputItem    `json:"output"`
+	ParallelToolCalls  bool            `json:"parallel_tool_calls"`
+	PreviousResponseID *string         `json:"previous_response_id"`
+	Reasoning          json.RawMessage `json:"reasoning"`
+	Store              bool            `json:"store"`
+	Temperature        json.RawMessage `json:"temperature"`
+	Text               json.RawMessage `json:"text"`
+	ToolChoice         json.RawMessage `json:"tool_choice"`
+	Tools              []ResponsesTool `json:"tools"`
+	TopP               json.RawMessage `json:"top_p"`
+	Truncation         string          `json:"truncation"`
+	Usage              *ResponseUsage  `json:"usage"`
+	User               json.RawMessage `json:"user,omitempty"`
+	Metadata           json.RawMessage `json:"metadata"`
+	Extra              Extra           `json:"-"`
+}
+
+type response Response
+
+// UnmarshalJSON reads a response, keeping unknown fields in Extra. It returns encoding/json's
+// errors.
+func (r *Response) UnmarshalJSON(b []byte) error {
+	var a response
+	extra, err := decodeSlow(b, &a)
+	if err != nil {
+		return err
+	}
+	*r = Response(a)
+	r.Extra = extra
+	return nil
+}
+
+// MarshalJSON writes the response with its Extra fields. It fails only on a raw field that is not
+// valid JSON.
+func (r Response) MarshalJSON() ([]byte, error) {
+	if r.Output == nil {
+		r.Output = []OutputItem{}
+	}
+	if r.Tools == nil {
+		r.Tools = []ResponsesTool{}
+	}
+	return encodeSlow(response(r), r.Extra)
+}
+
+// OutputItem is one item of a response's output. Hippocam writes two types: "message" (Role,
+// Content) and "function_call" (CallID, Name, Arguments); items of other types read from an
+// upstream keep their other fields in Extra.
+type OutputItem struct {
+	ID        string          `json:"id,omitempty"`
+	Type      string          `json:"type"`
+	Status    string          `json:"status,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   []OutputContent `json:"content,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments string          `json:"arguments,omitempty"`
+	Extra     Extra           `json:"-"`
+}
+
+type outputItem OutputItem
+
+// UnmarshalJSON reads an output item, keeping unknown fields in Extra. It returns encoding/json's
+// errors.
+func (it *OutputItem) UnmarshalJSON(b []byte) error {
+	var a outputItem
+	extra, err := decodeSlow(b, &a)
+	if err != nil {
+		return err
+	}
+	*it = OutputItem(a)
+	it.Extra = extra
+	return nil
+}
+
+// MarshalJSON writes the item with the fields its type always has: a message's content (possibly
+// []) and role, a function call's arguments (possibly ""), call_id and name. It fails only on an
+// Extra value that is not valid JSON.
+func (it OutputItem) MarshalJSON() ([]byte, error) {
+	switch it.Type {
+	case "message":
+		content := it.Content
+		if content == nil {
+			content = []OutputContent{}
+		}
+		return encodeSlow(struct {
+			ID      string          `json:"id"`
+			Type    string          `json:"type"`
+			Status  string          `json:"status"`
+			Content []OutputContent `json:"content"`
+			Role    string          `json:"role"`
+		}{it.ID, it.Type, it.Status, content, it.Role}, it.Extra)
+	case "function_call":
+		return encodeSlow(struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Status    string `json:"status"`
+			Arguments string `json:"arguments"`
+			CallID    string `json:"call_id"`
+			Name      string `json:"name"`
+		}{it.ID, it.Type, it.Status, it.Arguments, it.CallID, it.Name}, it.Extra)
+	}
+	return encodeSlow(outputItem(it), it.Extra)
+}
+
+// OutputContent is one part of an output message: output_text (Text, with Annotations, written
+// as [] when unset) or refusal (Refusal). Unknown fields (logprobs…) are kept in Extra.
+type OutputContent struct {
+	Type        string          `json:"type"`
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Text        string          `json:"text,omitempty"`
+	Refusal     string          `json:"refusal,omitempty"`
+	Extra       Extra           `json:"-"`
+}
+
+type outputContent OutputContent
+
+// UnmarshalJSON reads a content part, keeping unknown fields in Extra. It returns encoding/json's
+// errors.
+func (c *OutputContent) UnmarshalJSON(b []byte) error {
+	var a outputContent
+	extra, err := decodeSlow(b, &a)
+	if err != nil {
+		return err
+	}
+	*c = OutputContent(a)
+	c.Extra = extra
+	return nil
+}
+
+// MarshalJSON writes the part; an output_text always has its text and annotations. It fails only
+// on a raw value that is not valid JSON.
+func (c OutputContent) MarshalJSON() ([]byte, error) {
+	if c.Type == "output_text" {
+		ann := c.Annotations
+		if len(ann) == 0 {
+			ann = json.RawMessage("[]")
+		}
+		return encodeSlow(struct {
+			Type        string          `json:"type"`
+			Annotations json.RawMessage `json:"annotations"`
+			Text        string          `json:"text"`
+		}{c.Type, ann, c.Text}, c.Extra)
+	}
+	return encodeSlow(outputContent(c), c.Extra)
+}
+
+// ResponseUsage is a response's token accounting. InputTokens counts every prompt token, cached
+// or not; InputTokensDetails.CachedTokens is the part served from the prompt cache.
+type ResponseUsage struct {
+	InputTokens         int                 `json:"input_tokens"`
+	InputTokensDetails  InputTokensDetails  `json:"input_tokens_details"`
+	OutputTokens        int                 `json:"output_tokens"`
+	OutputTokensDetails OutputTokensDetails `json:"output_tokens_details"`
+	TotalTokens         int                 `json:"total_tokens"`
+}
+
+// InputTokensDetails reports the prompt tokens served from the provider's cache.
+type InputTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// OutputTokensDetails reports the output tokens spent on reasoning.
+type OutputTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// CallUsage returns the usage in the domain's form.
+func (u *ResponseUsage) CallUsage() hippocam.CallUsage {
+	return hippocam.CallUsage{Input: u.InputTokens, CachedInput: u.InputTokensDetails.CachedTokens, Output: u.OutputTokens}
+}
+
+// NewResponse builds the completed response object for an answer: a message item with the
+// answer's text (when it has text, or no tool calls), then one function_call item per tool call,
+// in order, with the usage and the defaults the official SDKs read (tool_choice "auto", no tools,
+// metadata {}, text format "text", truncation "disabled", store true…; EchoRequest replaces
+// them with what a request asked). id gets the prefix "resp_" if it lacks it; item ids derive
+// from it ("msg_…", "fc_…_N"), so the same id gives the same items. previous, when not empty, is
+// the previous_response_id. A nil answer is an empty one. It returns no error.
+func NewResponse(id, model string, created int64, answer *hippocam.Message, u hippocam.CallUsage, previous string) Response {
+	if !strings.HasPrefix(id, "resp_") {
+		id = "resp_" + id
+	}
+	r := Response{
+		ID: id, Object: "response", CreatedAt: created, Status: "completed", Model: model,
+		ParallelToolCalls: true, Store: true, Truncation: "disabled",
+		ToolChoice:  json.RawMessage(`"auto"`),
+		Tools:       []ResponsesTool{},
+		Temperature: json.RawMessage("1"),
+		TopP:        json.RawMessage("1"),
+		Text:        json.RawMessage(`{"format":{"type":"text"}}`),
+		Metadata:    json.RawMessage("{}"),
+		Usage: &ResponseUsage{
+			InputTokens:        u.Input,
+			InputTokensDetails: InputTokensDetails{CachedTokens: u.CachedInput},
+			OutputTokens:       u.Output,
+			TotalTokens:        u.Input + u.Output,
+		},
+	}
+	if previous != "" {
+		r.PreviousResponseID = &previous
+	}
+	if answer == nil {
+		answer = &hippocam.Message{}
+	}
+	if answer.Content != "" || len(answer.ToolCalls) == 0 {
+		r.Output = append(r.Output, messageItem(messageItemID(id, 0), answer.Content))
+	}
+	for i, c := range answer.ToolCalls {
+		r.Output = append(r.Output, callItem(callItemID(id, i), c, "completed"))
+	}
+	return r
+}
+
+// EchoRequest sets the fields of r that repeat the request, as the Responses API does: the
+// instructions (the conversation's framing message that came from them), tools, tool_choice,
+// max_output_tokens, store, and the passed-on fields temperature, top_p, parallel_tool_calls,
+// metadata, text, reasoning, truncation and user when the request gave them (not null). It
+// returns no error; an Extra that is not a JSON object is ignored.
+func (r *Response) EchoRequest(conv *hippocam.Conversation) {
+	for _, f := range conv.Framing {
+		if f.Origin != nil && f.Origin.Format == hippocam.FormatResponses && strings.HasPrefix(f.Origin.Raw, `"`) {
+			r.Instructions = json.RawMessage(f.Origin.Raw) // only instructions come as a bare string
+			break
+		}
+	}
+	r.Tools = make([]ResponsesTool, 0, len(conv.Tools))
+	for _, t := range conv.Tools {
+		r.Tools = append(r.Tools, ResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	switch conv.ToolChoice {
+	case "":
+		r.ToolChoice = json.RawMessage(`"auto"`)
+	case "auto", "none", "required":
+		r.ToolChoice, _ = json.Marshal(conv.ToolChoice)
+	default:
+		r.ToolChoice, _ = json.Marshal(map[string]string{"type": "function", "name": conv.ToolChoice})
+	}
+	if conv.MaxTokens > 0 {
+		n := conv.MaxTokens
+		r.MaxOutputTokens = &n
+	}
+	r.Store = conv.Store
+	var extra Extra
+	if len(conv.Extra) == 0 || json.Unmarshal(conv.Extra, &extra) != nil {
+		return
+	}
+	set := func(key string, dst *json.RawMessage) {
+		if v, ok := extra[key]; ok && string(v) != "null" {
+			*dst = v
+		}
+	}
+	set("temperature", &r.Temperature)
+	set("top_p", &r.TopP)
+	set("metadata", &r.Metadata)
+	set("text", &r.Text)
+	set("reasoning", &r.Reasoning)
+	set("user", &r.User)
+	if v, ok := extra["parallel_tool_calls"]; ok {
+		_ = json.Unmarshal(v, &r.ParallelToolCalls)
+	}
+	if v, ok := extra["truncation"]; ok {
+		_ = json.Unmarshal(v, &r.Truncation)
+	}
+}
+
+// messageItemID and callItemID derive output item ids from the response id: the n-th message
+// item and the i-th function call.
+func messageItemID(respID string, n int) string {
+	id := "msg_" + strings.TrimPrefix(respID, "resp_")
+	if n > 0 {
+		id += fmt.Sprintf("_%d", n)
+	}
+	return id
+}
+
+func callItemID(respID string, i int) string {
+	return fmt.Sprintf("fc_%s_%d", strings.TrimPrefix(respID, "resp_"), i)
+}
+
+// messageItem is a completed assistant message item holding text.
+func messageItem(id, text string) OutputItem {
+	return OutputItem{ID: id, Type: "message", Status: "completed", Role: "assistant",
+		Content: []OutputContent{{Type: "output_text", Text: text}}}
+}
+
+// callItem is a function_call item with the given status.
+func callItem(id string, c hippocam.ToolCall, status string) OutputItem {
+	return OutputItem{ID: id, Type: "function_call", Status: status, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+}
+
+// ResponseEvent is one server-sent event of a streamed response. Which fields are set depends on
+// Type: Response for response.created, response.in_progress and response.completed; OutputIndex
+// and Item for response.output_item.added and .done; ItemID, OutputIndex, ContentIndex and Part
+// for response.content_part.added and .done; Delta or Text (with Logprobs) for
+// response.output_text.delta and .done; Delta or Arguments for
+// response.function_call_arguments.delta and .done.
+type ResponseEvent struct {
+	Type           string          `json:"type"`
+	SequenceNumber int             `json:"sequence_number"`
+	Response       *Response       `json:"response,omitempty"`
+	OutputIndex    *int            `json:"output_index,omitempty"`
+	Item           *OutputItem     `json:"item,omitempty"`
+	ItemID         string          `json:"item_id,omitempty"`
+	ContentIndex   *int            `json:"content_index,omitempty"`
+	Part           *OutputContent  `json:"part,omitempty"`
+	Delta          *string         `json:"delta,omitempty"`
+	Text           *string         `json:"text,omitempty"`
+	Arguments      *string         `json:"arguments,omitempty"`
+	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
+}
+
+// ResponseStream writes a response as server-sent events ("event: TYPE\ndata: JSON\n\n") while
+// it is produced, numbering the events from 0. Drive it with Start, then Text and ToolCall as
+// the answer arrives, then Finish; it emits every event the official SDKs expect in between. It
+// flushes after each event when its writer is an http.Flusher. The caller sets the HTTP headers
+// (Content-Type: text/event-stream). A ResponseStream is not safe for concurrent use.
+type ResponseStream struct {
+	w       io.Writer
+	flusher http.Flusher
+	seq     int
+	// id is the response id; output the items sent so far, the last still open while text is
+	// streaming into it (open).
+	id       string
+	output   []OutputItem
+	open     bool
+	messages int
+	calls    int
+	state    int // 0 before Start, 1 streaming, 2 finished
+	err      error
+}
+
+// NewResponseStream returns a stream that writes to w. It does no I/O.
+func NewResponseStream(w io.Writer) *ResponseStream {
+	s := &ResponseStream{w: w}
+	s.flusher, _ = w.(http.Flusher)
+	return s
+}
+
+// Start sends response.created and response.in_progress with resp as it stands before any
+// output: status "in_progress", no output, no usage. It returns EINVALID when called twice, and
+// the writer's error (EINTERNAL) when writing fails.
+func (s *ResponseStream) Start(resp *Response) error {
+	if s.state != 0 {
+		return hippocam.Errorf(hippocam.EINVALID, "the response stream has already started")
+	}
+	s.state, s.id = 1, resp.ID
+	snap := *resp
+	snap.Status, snap.Output, snap.Usage = "in_progress", []OutputItem{}, nil
+	s.send(ResponseEvent{Type: "response.created", Response: &snap})
+	s.send(ResponseEvent{Type: "response.in_progress", Response: &snap})
+	return s.err
+}
+
+// Text streams delta as more of the answer's text: it opens a message item first if none is
+// open, and sends the text in pieces of at most 64 bytes, cut between characters. It returns
+// EINVALID outside Start…Finish and the writer's error when writing fails.
+func (s *ResponseStream) Text(delta string) error {
+	if err := s.streaming(); err != nil {
+		return err
+	}
+	if delta == "" {
+		return nil
+	}
+	if !s.open {
+		s.openMessage(messageItemID(s.id, s.messages))
+	}
+	s.appendText(delta)
+	return s.err
+}
+
+// ToolCall streams one complete function call as its own item (closing an open message first),
+// with its arguments in pieces of at most 64 bytes. It returns EINVALID outside Start…Finish and
+// the writer's error when writing fails.
+func (s *ResponseStream) ToolCall(c hippocam.ToolCall) error {
+	if err := s.streaming(); err != nil {
+		return err
+	}
+	s.closeMessage()
+	s.call(callItemID(s.id, s.calls), c)
+	return s.err
+}
+
+// Finish closes the open message, if any (or sends an empty one when the answer had no output at
+// all), and sends response.completed with resp, whose output is replaced by the items the stream
+// sent, so that the final response always matches the events. An empty resp.Status becomes
+// "completed". It returns EINVALID outside Start…Finish and the writer's error when writing fails.
+func (s *ResponseStream) Finish(resp *Response) error {
+	if err := s.streaming(); err != nil {
+		return err
+	}
+	s.closeMessage()
+	if len(s.output) == 0 {
+		s.openMessage(messageItemID(s.id, 0))
+		s.closeMessage()
+	}
+	final := *resp
+	final.Output = append([]OutputItem(nil), s.output...)
+	if final.Status == "" {
+		final.Status = "completed"
+	}
+	s.send(ResponseEvent{Type: "response.completed", Response: &final})
+	s.state = 2
+	return s.err
+}
+
+// WriteResponseStream writes a whole completed response as an event stream: the same events a
+// ResponseStream sends for it, with the items' own ids, ending with response.completed carrying
+// resp. Items other than messages and function calls are sent as they are (added, then done). It
+// returns the writer's error (EINTERNAL) when writing fails.
+func WriteResponseStream(w io.Writer, resp *Response) error {
+	s := NewResponseStream(w)
+	if err := s.Start(resp); err != nil {
+		return err
+	}
+	for i := range resp.Output {
+		it := resp.Output[i]
+		switch it.Type {
+		case "message":
+			s.streamMessage(&it)
+		case "function_call":
+			s.call(it.ID, hippocam.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+		default:
+			idx := len(s.output)
+			s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &it})
+			s.send(ResponseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &it})
+			s.output = append(s.output, it)
+		}
+	}
+	if len(resp.Output) == 0 {
+		s.state = 2 // an empty output stays empty
+		final := *resp
+		s.send(ResponseEvent{Type: "response.completed", Response: &final})
+		return s.err
+	}
+	return s.Finish(resp)
+}
+
+// streaming reports misuse: a call outside Start…Finish, or after a write failed.
+func (s *ResponseStream) streaming() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.state != 1 {
+		return hippocam.Errorf(hippocam.EINVALID, "the response stream is not streaming (call Start first, nothing after Finish)")
+	}
+	return nil
+}
+
+// openMessage starts a message item with one empty output_text part.
+func (s *ResponseStream) openMessage(id string) {
+	idx := len(s.output)
+	item := OutputItem{ID: id, Type: "message", Status: "in_progress", Role: "assistant"}
+	s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &item})
+	item.Content = []OutputContent{{Type: "output_text"}}
+	s.output = append(s.output, item)
+	s.messages++
+	s.open = true
+	s.partAdded(0)
+}
+
+// partAdded announces content part k of the open message, empty.
+func (s *ResponseStream) partAdded(k int) {
+	idx := len(s.output) - 1
+	it := &s.output[idx]
+	empty := it.Content[k]
+	empty.Text, empty.Refusal = "", ""
+	s.send(ResponseEvent{Type: "response.content_part.added", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k, Part: &empty})
+}
+
+// appendText streams text into the last part of the open message.
+func (s *ResponseStream) appendText(text string) {
+	idx := len(s.output) - 1
+	it := &s.output[idx]
+	k := len(it.Content) - 1
+	for _, p := range streamPieces(text) {
+		s.send(ResponseEvent{Type: "response.output_text.delta", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k,
+			Delta: &p, Logprobs: json.RawMessage("[]")})
+	}
+	it.Content[k].Text += text
+}
+
+// partDone ends content part k of the open message.
+func (s *ResponseStream) partDone(k int) {
+	idx := len(s.output) - 1
+	it := &s.output[idx]
+	part := it.Content[k]
+	if part.Type == "output_text" {
+		s.send(ResponseEvent{Type: "response.output_text.done", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k,
+			Text: &part.Text, Logprobs: json.RawMessage("[]")})
+	}
+	s.send(ResponseEvent{Type: "response.content_part.done", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k, Part: &part})
+}
+
+// closeMessage ends the open message item, if any.
+func (s *ResponseStream) closeMessage() {
+	if !s.open {
+		return
+	}
+	s.open = false
+	idx := len(s.output) - 1
+	s.partDone(len(s.output[idx].Content) - 1)
+	s.output[idx].Status = "completed"
+	item := s.output[idx]
+	s.send(ResponseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &item})
+}
+
+// streamMessage streams a whole message item part by part: output_text parts as text deltas,
+// other parts (refusals) whole.
+func (s *ResponseStream) streamMessage(src *OutputItem) {
+	idx := len(s.output)
+	item := *src
+	item.Status, item.Content = "in_progress", nil
+	s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &item})
+	s.output = append(s.output, item)
+	s.messages++
+	s.open = true
+	for k, part := range src.Content {
+		it := &s.output[idx]
+		if part.Type != "output_text" {
+			it.Content = append(it.Content, part)
+			s.partAdded(k)
+			s.partDone(k)
+			continue
+		}
+		text := part.Text
+		part.Text = ""
+		it.Content = append(it.Content, part)
+		s.partAdded(k)
+		s.appendText(text)
+		if k < len(src.Content)-1 {
+			s.partDone(k)
+		}
+	}
+	if len(src.Content) == 0 || src.Content[len(src.Content)-1].Type != "output_text" {
+		s.open = false
+		s.output[idx].Status = "completed"
+		done := s.output[idx]
+		s.send(ResponseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &done})
+		return
+	}
+	s.closeMessage()
+}
+
+// call streams one function_call item: added with empty arguments, the arguments in pieces, done.
+func (s *ResponseStream) call(id string, c hippocam.ToolCall) {
+	idx := len(s.output)
+	item := callItem(id, c, "in_progress")
+	item.Arguments = ""
+	s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &item})
+	for _, p := range streamPieces(c.Arguments) {
+		s.send(ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
+	}
+	args := c.Arguments
+	s.send(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args})
+	done := callItem(id, c, "completed")
+	s.send(ResponseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &done})
+	s.output = append(s.output, done)
+	s.calls++
+}
+
+// send writes one event with the next sequence number; after a failed write it does nothing.
+func (s *ResponseStream) send(ev ResponseEvent) {
+	if s.err != nil {
+		return
+	}
+	ev.SequenceNumber = s.seq
+	s.seq++
+	b, err := json.Marshal(ev)
+	if err != nil {
+		s.err = fmt.Errorf("encode %s event: %w", ev.Type, err)
+		return
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, b); err != nil {
+		s.err = fmt.Errorf("write %s event: %w", ev.Type, err)
+		return
+	}
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+}
+
+// responsePiece is the most bytes one text or arguments delta carries.
+const responsePiece = 64
+
+// streamPieces cuts s into pieces of at most responsePiece bytes, never inside a character.
+func streamPieces(s string) []string {
+	var out []string
+	for s != "" {
+		n := min(responsePiece, len(s))
+		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		if n == 0 {
+			_, n = utf8.DecodeRuneInString(s)
+		}
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return out
+}
+
+// ReadResponseEvents parses an event stream of a Responses answer into its events, in order. It
+// returns EINVALID for a line that is not "event: …" or "data: …", data that is not an event, or
+// an event line whose type differs from its data's.
+func ReadResponseEvents(r io.Reader) ([]ResponseEvent, error) {
+	var events []ResponseEvent
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	name := ""
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			name = ""
+		case bytes.HasPrefix(line, []byte("event: ")):
+			name = string(line[len("event: "):])
+		case bytes.HasPrefix(line, []byte("data: ")):
+			var ev ResponseEvent
+			if err := json.Unmarshal(line[len("data: "):], &ev); err != nil {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "event %d: %v", len(events), err)
+			}
+			if name != "" && name != ev.Type {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "event %d: named %q, but its data is a %q", len(events), name, ev.Type)
+			}
+			events = append(events, ev)
+		default:
+			return nil, hippocam.Errorf(hippocam.EINVALID, "unexpected stream line %q", line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "read the stream: %v", err)
+	}
+	return events, nil
+}
+
+// WriteResponsesError writes OpenAI's error body ({"error":{"message","type","param","code"}})
+// with the given HTTP status; an empty code is written as null. It returns nothing: a failed
+// write leaves nothing more to do.
+func WriteResponsesError(w http.ResponseWriter, status int, typ, code, msg string) {
+	body := ErrorResponse{Error: ErrorBody{Message: msg, Type: typ}}
+	if code != "" {
+		body.Error.Code = &code
+	}
+	b, _ := json.Marshal(body)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
