@@ -89,6 +89,40 @@ func BenchmarkDecodeChatRequest(b *testing.B) {
 	})
 }
 
+// BenchmarkReadChatRequest reads a 10k-message request the way the proxy does (checks, the
+// fast decoder, the raw bytes of every message, the conversation), beside the decode alone.
+func BenchmarkReadChatRequest(b *testing.B) {
+	body := benchBody()
+	b.Run("UnmarshalJSON", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var req ChatRequest
+			if err := req.UnmarshalJSON(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadChatRequest", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, _, err := ReadChatRequest(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("RawMessagesStd", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var raw struct {
+				Messages []json.RawMessage `json:"messages"`
+			}
+			if err := json.Unmarshal(body, &raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // BenchmarkEncodeChatRequest encodes a 10k-message request as the model client does
 // (json.Marshal), and with MarshalJSON alone.
 func BenchmarkEncodeChatRequest(b *testing.B) {

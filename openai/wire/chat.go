@@ -101,6 +101,9 @@ func (m *ChatMessage) Text() (string, error) {
 	switch c[0] {
 	case '"':
 		var s string
+		if d := newDecoder(c); d.string(&s) && d.end() {
+			return s, nil
+		}
 		err := json.Unmarshal(c, &s)
 		return s, err
 	case '[':

@@ -20,13 +20,19 @@ func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) 
 		return nil, nil, err
 	}
 	var req ChatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
+	if err := req.UnmarshalJSON(body); err != nil { // (json.Unmarshal would first scan the whole body once more)
 		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "the request body is not valid JSON for chat completions: %v", err)
 	}
 	var raw struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
-	if err := json.Unmarshal(body, &raw); err != nil || len(raw.Messages) != len(req.Messages) {
+	var ok bool
+	if raw.Messages, ok = rawMessages(body); !ok {
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
+		}
+	}
+	if len(raw.Messages) != len(req.Messages) {
 		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
 	}
 	if len(req.Messages) == 0 {
@@ -35,7 +41,8 @@ func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) 
 	if n, ok := req.Extra["n"]; ok && string(n) != "1" && string(n) != "null" {
 		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "n must be 1: Hippocam keeps one answer per request")
 	}
-	conv := &hippocam.Conversation{Format: hippocam.FormatChat, Model: req.Model, Stream: req.Stream, Store: true}
+	conv := &hippocam.Conversation{Format: hippocam.FormatChat, Model: req.Model, Stream: req.Stream, Store: true,
+		Messages: make([]hippocam.Message, 0, len(req.Messages))}
 	framing := true
 	for i, c := range req.Messages {
 		m, err := ToMessage(c)
@@ -81,6 +88,50 @@ func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) 
 		conv.MaxTokens = *req.MaxTokens
 	}
 	return conv, &req, nil
+}
+
+// rawMessages returns the exact bytes of each element of a request's "messages" array, found in
+// one pass of the fast scanner (the slices share body). It reports false for anything the
+// scanner does not take (then the standard decoder does the same job, slower).
+func rawMessages(body []byte) ([]json.RawMessage, bool) {
+	d := newDecoder(body)
+	var out []json.RawMessage
+	more, ok := d.open()
+	for ok && more {
+		k, good := d.key()
+		if !good {
+			return nil, false
+		}
+		if string(k) != "messages" {
+			if !d.skip() {
+				return nil, false
+			}
+		} else {
+			if d.peek() != '[' {
+				return nil, false
+			}
+			d.pos++
+			d.ws()
+			out = out[:0]
+			for d.peek() != ']' {
+				start := d.pos
+				if !d.skip() {
+					return nil, false
+				}
+				out = append(out, body[start:d.pos])
+				d.ws()
+				if d.peek() == ',' {
+					d.pos++
+					d.ws()
+				} else if d.peek() != ']' {
+					return nil, false
+				}
+			}
+			d.pos++
+		}
+		more, ok = d.next()
+	}
+	return out, ok && d.end()
 }
 
 // chatParts reads the parts of a chat content array that are not text. EINVALID for a part type
