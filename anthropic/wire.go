@@ -444,10 +444,8 @@ func decodeWithExtra(data []byte, v any) (Extra, error) {
 	if err := json.Unmarshal(data, &all); err != nil {
 		return nil, err
 	}
-	t := reflect.TypeOf(v).Elem()
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		delete(all, name)
+	for k := range declaredKeys(v) {
+		delete(all, k)
 	}
 	if len(all) == 0 {
 		return nil, nil
@@ -455,24 +453,40 @@ func decodeWithExtra(data []byte, v any) (Extra, error) {
 	return Extra(all), nil
 }
 
-// encodeWithExtra writes v (an alias struct) and appends the extra members in key order; a
-// member v already wrote is not written twice.
+// encodeWithExtra writes v (an alias struct) and appends the extra members in key order,
+// leaving out those whose key v's type declares, so that no key is written twice.
 func encodeWithExtra(v any, extra Extra) ([]byte, error) {
 	b, err := marshal(v)
 	if err != nil || len(extra) == 0 {
 		return b, err
 	}
-	var written map[string]json.RawMessage
-	if err := json.Unmarshal(b, &written); err != nil {
-		return nil, err
+	declared := declaredKeys(v)
+	o := &object{b: append([]byte(nil), b[:len(b)-1]...)}
+	if len(b) > 2 {
+		o.n = 1
 	}
-	o := &object{b: append([]byte(nil), b[:len(b)-1]...), n: len(written)}
 	for _, k := range sortedKeys(extra) {
-		if _, dup := written[k]; !dup {
+		if !declared[k] {
 			o.putRaw(k, extra[k])
 		}
 	}
 	return o.close()
+}
+
+// declaredKeys returns the member names in the json tags of v's struct type (v a struct or a
+// pointer to one).
+func declaredKeys(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	keys := make(map[string]bool, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
 }
 
 // object writes a JSON object member by member, raw values verbatim.
