@@ -9,7 +9,7 @@ import (
 type Role string
 
 // The chat roles. Only the main model's own answers have RoleAssistant: guidance and consolidated
-// memories are sent as RoleUser (ARCHITECTURE.md §3), their text saying what they are.
+// memories are sent as RoleUser (docs/architecture.md §3), their text saying what they are.
 const (
 	RoleSystem    Role = "system"
 	RoleUser      Role = "user"

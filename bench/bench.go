@@ -13,7 +13,7 @@ import (
 	"github.com/hippocam/hippocam/scenario"
 )
 
-// Workload is one generated session: client messages in the SIM.md scenario protocol and the
+// Workload is one generated session: client messages in the docs/sim.md scenario protocol and the
 // questions asked in it, in order.
 type Workload struct {
 	Name    string // "agentic", "fact-stream", "interleaved"

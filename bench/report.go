@@ -25,7 +25,7 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "# Context benchmark\n\n")
-	fmt.Fprintf(&b, "Simulated model (SIM.md), W = %s tokens, seed %d%s. Prices in USD per million tokens: uncached input %g, cached input %g, output %g.\n\n",
+	fmt.Fprintf(&b, "Simulated model (docs/sim.md), W = %s tokens, seed %d%s. Prices in USD per million tokens: uncached input %g, cached input %g, output %g.\n\n",
 		thousands(int64(c.Window)), c.Seed, map[bool]string{true: ", quick sizes"}[c.Quick], c.Prices.Input, c.Prices.CachedInput, c.Prices.Output)
 	r.overview(&b)
 	for _, shape := range c.Workloads {

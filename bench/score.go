@@ -51,7 +51,7 @@ func (t Tally) Accuracy() float64 {
 }
 
 // Score judges answers[i] against qs[i]. An answer's value is read from its last line that states
-// the question's key as a fact or a detail (as SIM.md reads lines); the value "unknown" means no
+// the question's key as a fact or a detail (as docs/sim.md reads lines); the value "unknown" means no
 // value. Answers beyond the questions are ignored; a question without an answer is missed.
 func Score(qs []Question, answers []string) ([]Answer, Tally) {
 	out := make([]Answer, len(qs))

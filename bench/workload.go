@@ -15,7 +15,7 @@ import (
 // share the script builder below. A script appends client messages, counts their content with
 // the tokenizer, and remembers every fact it wrote so that the questions at the end carry the
 // right answer and the superseded ones. Filler (table rows, logs, code, prose) never holds a line
-// that the simulated model would read as a directive or a fact (SIM.md, "Lines the simulation
+// that the simulated model would read as a directive or a fact (docs/sim.md, "Lines the simulation
 // reads"): no line of it starts with '#', '!', a list marker or "detail", none contains ":=" or
 // "[ref:".
 

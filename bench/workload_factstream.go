@@ -38,7 +38,7 @@ func FactStream(seed int64, tokens int, tok hippocam.Tokenizer) *Workload {
 }
 
 // streamRecords is the number of keys a fact stream is about. Every fact lives on in a
-// consolidated memory (SIM.md), so the population must fit a small window with room to spare:
+// consolidated memory (docs/sim.md), so the population must fit a small window with room to spare:
 // 120 records are about 1,500 tokens.
 const streamRecords = 120
 

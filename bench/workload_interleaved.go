@@ -67,7 +67,7 @@ func (s *script) visit(t, n, budget int) {
 }
 
 // taskKeys is the most keys one task states. Every fact lives on in a consolidated memory
-// (SIM.md), so the five tasks' facts must fit a small window with room to spare; once a task
+// (docs/sim.md), so the five tasks' facts must fit a small window with room to spare; once a task
 // has stated taskKeys keys it only revises them.
 const taskKeys = 20
 

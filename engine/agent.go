@@ -280,7 +280,7 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 }
 
 // recallRoom is the room, in tokens, a recall result may take: what the window has left after
-// the current request and the reserve for the next round (ARCHITECTURE.md §3) or for the answer,
+// the current request and the reserve for the next round (docs/architecture.md §3) or for the answer,
 // whichever is larger. If that pushes the context over ρW, pressure control folds older regions
 // before the next call; the current step, recall exchanges included, is protected.
 func (st *step) recallRoom() int {

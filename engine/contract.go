@@ -8,7 +8,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// The structured-output contracts of the components (ARCHITECTURE.md §5). Each component answers
+// The structured-output contracts of the components (docs/architecture.md §5). Each component answers
 // by calling one tool whose arguments decode into the Go type below; a validator checks them and
 // the repair loop (repair.go) quotes its error back to the model a bounded number of times.
 

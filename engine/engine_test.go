@@ -10,7 +10,7 @@ import (
 	"github.com/hippocam/hippocam/engine"
 )
 
-// The SIM.md example, with enough rows that the window fills: the later value wins, a detail is
+// The docs/sim.md example, with enough rows that the window fills: the later value wins, a detail is
 // recalled from the archive, and a key nothing names is unknown without any recall.
 func TestStepInvoice(t *testing.T) {
 	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))

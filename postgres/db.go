@@ -1,5 +1,5 @@
 // Package postgres is a hippocam.Store in PostgreSQL through pgx, for deployments with several
-// server replicas sharing one database (ARCHITECTURE.md §8).
+// server replicas sharing one database (docs/architecture.md §8).
 //
 // Commits run at READ COMMITTED and claim the session row first (UPDATE … WHERE version = From),
 // so commits to one session serialize on its row lock and a stale one finds the version moved

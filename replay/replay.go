@@ -1,4 +1,4 @@
-// Package replay runs a SIM.md scenario (scenario.Line values) through the engine, one step per
+// Package replay runs a docs/sim.md scenario (scenario.Line values) through the engine, one step per
 // user message or per complete set of tool results, and reports what happened: the answers to
 // `!ask` questions, the largest request, usage, consolidations and the full expansion of the
 // final context.

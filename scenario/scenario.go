@@ -1,4 +1,4 @@
-// Package scenario reads scenario scripts (SIM.md, "Scenario scripts"): JSON Lines, one client
+// Package scenario reads scenario scripts (docs/sim.md, "Scenario scripts"): JSON Lines, one client
 // message per line, {"role":"user","content":"…"} or {"role":"tool","content":"…"}. A run sends
 // the lines in order; which tool calls a tool line answers depends on the model's answers and
 // is decided by the runner, not here.

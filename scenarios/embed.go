@@ -1,4 +1,4 @@
-// Package scenarios holds the bundled SIM.md scenarios (written by gen.py), embedded so that the
+// Package scenarios holds the bundled docs/sim.md scenarios (written by gen.py), embedded so that the
 // binary can replay one without the source tree.
 package scenarios
 

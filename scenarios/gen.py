@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the bundled SIM.md scenarios. Deterministic: run it again and the files are the same.
+"""Writes the bundled docs/sim.md scenarios. Deterministic: run it again and the files are the same.
 
 Each scenario is a long agent session for the simulated model: nested intents (#open/#close),
 tool calls (some parallel) with large results, facts that are later updated, `detail` facts that

@@ -1,4 +1,4 @@
-// Package sessions is the proxy's session service (ARCHITECTURE.md §7, §9): given what an agent
+// Package sessions is the proxy's session service (docs/architecture.md §7, §9): given what an agent
 // sent, in whichever wire format (read into a hippocam.Conversation by its transport), it finds
 // the session the request continues, runs one engine step on what is new and commits it. It
 // knows nothing of HTTP or JSON; the transports (package httpapi, later MCP) only translate.

@@ -169,7 +169,7 @@ func (x *exchange) made(tool, args string) bool {
 	return false
 }
 
-// ask answers "!ask KEY" (SIM.md). It returns either the answer, "KEY := VALUE" or
+// ask answers "!ask KEY" (docs/sim.md). It returns either the answer, "KEY := VALUE" or
 // "KEY := unknown", or the ref to recall next.
 //
 //  1. The latest "KEY := …" or "detail KEY := …" in the visible context wins. Recall results of

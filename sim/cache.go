@@ -10,7 +10,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// The simulated provider prompt cache (SIM.md, "Tokens and cache"). A prompt is read as one
+// The simulated provider prompt cache (docs/sim.md, "Tokens and cache"). A prompt is read as one
 // stream of tokens: the tool schemas, then the messages, each framed by as many marker tokens as
 // hippocam.RequestTokens counts for its framing, so that the stream is as long as the prompt less
 // the reply priming. The stream is cut into blocks of cacheBlock tokens and each block is hashed

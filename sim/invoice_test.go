@@ -12,7 +12,7 @@ import (
 	"github.com/hippocam/hippocam/sim"
 )
 
-// TestInvoiceExample walks SIM.md's tiny invoice scenario at the level of model calls, playing
+// TestInvoiceExample walks docs/sim.md's tiny invoice scenario at the level of model calls, playing
 // the engine by hand: it sends each role the request the engine would send and feeds the
 // simulation's own memories into the later requests.
 func TestInvoiceExample(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/hippocam/hippocam/engine"
 )
 
-// kind classifies one line of message text as the simulation reads it (SIM.md, "Lines the
+// kind classifies one line of message text as the simulation reads it (docs/sim.md, "Lines the
 // simulation reads").
 type kind int
 

@@ -1,5 +1,5 @@
 // Package sim is Hippocam's simulated model: a deterministic, scripted stand-in for an
-// OpenAI-compatible chat-completions endpoint (design/SIM.md). It answers the main model and the
+// OpenAI-compatible chat-completions endpoint (docs/sim.md). It answers the main model and the
 // engine's components (JANUS, PRECIP, PALIM) by simple rules over directive and fact lines in the
 // messages, counts tokens with the engine's tokenizer and simulates a provider's prompt cache.
 // It measures the mechanism (what is kept, what is recalled, tokens and cache), not how well a

@@ -1,5 +1,5 @@
 // Package sqlite is a hippocam.Store in one SQLite file, through the pure-Go modernc.org/sqlite
-// driver (no cgo). It is the embedded default (ARCHITECTURE.md §8).
+// driver (no cgo). It is the embedded default (docs/architecture.md §8).
 //
 // The file runs in WAL mode. Writes go through a single connection whose transactions begin
 // IMMEDIATE, so commits serialize in this process and take the file's write lock up front against
@@ -93,7 +93,7 @@ func (db *DB) dsn(extra string) string {
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")",
 		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous(FULL)", // a commit is durable before it returns (ARCHITECTURE.md §7)
+		"_pragma=synchronous(FULL)", // a commit is durable before it returns (docs/architecture.md §7)
 		"_pragma=foreign_keys(1)",
 		extra,
 	}

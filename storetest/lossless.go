@@ -11,7 +11,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// testLossless checks the lossless invariant (ARCHITECTURE.md §2) against a model: after any
+// testLossless checks the lossless invariant (docs/architecture.md §2) against a model: after any
 // sequence of commits of appends and valid replaces, including replaces that swallow earlier
 // memories, the store's context is the model's, every ref holds the model's children, and
 // expanding the context yields every message that entered it, in order. Invalid commits, mixed

@@ -30,7 +30,7 @@ const usage = `hippocam: memory for long-running LLM agents (the Hippocam paper,
 
 Usage:
   hippocam replay --scenario FILE [--context-window N] [--db PATH] [--json]
-        run a SIM.md scenario through the engine with the simulated model, offline
+        run a docs/sim.md scenario through the engine with the simulated model, offline
   hippocam serve --upstream BASE_URL [--addr HOST:PORT] [--db PATH|postgres://…] [--context-window N] [--keys FILE]
         the OpenAI-compatible proxy that gives any agent Hippocam memory, with REST API and viewer
   hippocam serve --demo

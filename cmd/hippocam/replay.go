@@ -37,7 +37,7 @@ type ReplayCommand struct {
 func (c *ReplayCommand) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("hippocam replay", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
-	fs.StringVar(&c.Scenario, "scenario", "", "scenario file (JSON Lines, SIM.md)")
+	fs.StringVar(&c.Scenario, "scenario", "", "scenario file (JSON Lines, docs/sim.md)")
 	fs.IntVar(&c.Window, "context-window", engine.DefaultWindow, "context window W in tokens; B_min, T_min and Δmin scale with it")
 	fs.StringVar(&c.DB, "db", "", "SQLite file to keep the session in (default: in memory)")
 	fs.StringVar(&c.Session, "session", "", "session name (default: the scenario's file name; a free variant is taken if it exists)")

@@ -17,7 +17,7 @@ import (
 	"github.com/hippocam/hippocam/tokenizer"
 )
 
-// SimCommand serves the simulated model (SIM.md) over HTTP until the context ends.
+// SimCommand serves the simulated model (docs/sim.md) over HTTP until the context ends.
 type SimCommand struct {
 	Addr           string
 	Stdout, Stderr io.Writer
