@@ -77,14 +77,30 @@ func TestResponsesToolLoop(t *testing.T) {
 	if last.Type != "response.completed" || outputText(*last.Response) != "streamed" || rs.header.Get(httpapi.SessionHeader) != session {
 		t.Fatalf("stream ended with %s %q in %q", last.Type, outputText(*last.Response), rs.header.Get(httpapi.SessionHeader))
 	}
-	// A previous_response_id of nothing, and an unknown item, are refused.
+	// A previous_response_id of nothing, an unknown item or part, invalid UTF-8 and a tool
+	// without a name are refused, and change nothing.
+	before := s.do(t, "GET", "/api/sessions/"+session, "", "", nil).body
 	for _, bad := range []string{
+		"{\"model\":\"m\",\"input\":\"\xff\"}",
+		`{"model":"m","tools":[{"type":"function","name":""}],"input":"hi"}`,
 		`{"model":"m","previous_response_id":"resp_nothing","input":"hi"}`,
 		`{"model":"m","input":[{"type":"nonsense"}]}`,
 		`{"model":"m","input":[{"role":"user","content":[{"type":"nonsense"}]}]}`,
 	} {
-		if r := s.do(t, "POST", "/v1/responses", "", "", []byte(bad)); r.status != 400 && r.status != 404 {
+		r := s.do(t, "POST", "/v1/responses", "", "", []byte(bad))
+		var e wire.ErrorResponse
+		if (r.status != 400 && r.status != 404) || json.Unmarshal(r.body, &e) != nil || e.Error.Message == "" {
 			t.Errorf("%s: status %d %s", bad, r.status, r.body)
 		}
+	}
+	if after := s.do(t, "GET", "/api/sessions/"+session, "", "", nil).body; string(after) != string(before) {
+		t.Fatal("a refused request changed the session")
+	}
+	var list struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	s.do(t, "GET", "/api/sessions", "", "", nil).json(t, &list)
+	if len(list.Sessions) != 1 {
+		t.Fatalf("%d sessions, want 1", len(list.Sessions))
 	}
 }
