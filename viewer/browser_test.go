@@ -2,6 +2,7 @@ package viewer_test
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -36,8 +37,45 @@ func TestViewerBrowser(t *testing.T) {
 
 	b.do("open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="welcome"]`)))
 	b.do("wait for the session list", chromedp.WaitVisible(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)))
-	if got := b.text(`#session-count`); got != "2" {
-		t.Errorf("session count %q, want 2", got)
+	if got := b.text(`#session-count`); got != "3" {
+		t.Errorf("session count %q, want 3", got)
+	}
+
+	// The fork is listed beneath its origin, the list newest first.
+	order := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="session-item"]')].map(e => e.dataset.depth + ':' + e.dataset.sessionId)`)
+	if want := []string{"0:billing-fix", "1:billing-fix~2", "0:scratch"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("session list %v, want %v", order, want)
+	}
+	if got := evaluate[string](b, `document.querySelector('[data-testid="session-item"][data-session-id="billing-fix~2"]').closest('[data-testid="forks"]').closest('[data-testid="session-node"]').dataset.sessionId`); got != "billing-fix" {
+		t.Errorf("billing-fix~2 is listed under %q, want billing-fix", got)
+	}
+	if got := b.text(`[data-testid="session-item"][data-session-id="billing-fix~2"] [data-testid="fork-note"]`); got != "↳ forked after 2 messages" {
+		t.Errorf("fork note %q", got)
+	}
+	if got := b.text(`[data-testid="session-item"][data-session-id="billing-fix"] [data-testid="fork-count"]`); got != "1 fork" {
+		t.Errorf("fork count %q", got)
+	}
+
+	// The search filters the list by id; a fork that matches keeps its origin, dimmed.
+	b.search("scr")
+	if got := b.listed(); !reflect.DeepEqual(got, []string{"scratch"}) {
+		t.Errorf("searching scr lists %v", got)
+	}
+	if got := b.text(`#session-summary`); got != "1 of 3 sessions match" {
+		t.Errorf("summary %q", got)
+	}
+	b.search("~2")
+	if got := b.listed(); !reflect.DeepEqual(got, []string{"billing-fix", "billing-fix~2"}) {
+		t.Errorf("searching ~2 lists %v", got)
+	}
+	if !evaluate[bool](b, `document.querySelector('[data-testid="session-item"][data-session-id="billing-fix"]').classList.contains('unmatched')`) {
+		t.Error("the origin listed for its fork is not marked as unmatched")
+	}
+	b.search("nothing-like-this")
+	b.do("see that nothing matches", chromedp.WaitVisible(chromedp.CSS(`[data-testid="sessions-empty"]`)))
+	b.search("")
+	if got := b.listed(); len(got) != 3 {
+		t.Errorf("after clearing the search the list holds %v", got)
 	}
 
 	// Select the session: its context renders, each message with its kind.
@@ -190,7 +228,13 @@ func TestViewerBrowser(t *testing.T) {
 	if len(ids) != len(want) || ids[0] != "m1" || ids[2] != "m3a" || slices.Index(ids, "m7b") < 0 || slices.Index(ids, "m3") >= 0 {
 		t.Errorf("transcript %v (%d messages, want %d)", ids, len(ids), len(want))
 	}
+	// Where the fork diverged, in the origin's transcript: after its second transcript message.
+	if got := b.beforePoint(2); got != "m2" {
+		t.Errorf("the divergence point of billing-fix~2 follows %q, want m2", got)
+	}
 	b.do("back to the context", chromedp.Click(chromedp.CSS(`[data-testid="view-context"]`)), chromedp.WaitVisible(chromedp.CSS(`#context`)))
+
+	checkFork(t, api, b)
 
 	// Untrusted text stays text.
 	b.do("select the scratch session",
@@ -198,6 +242,15 @@ func TestViewerBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="s1"]`)))
 	if got := b.text(`#context [data-id="s1"] [data-testid="content"]`); !strings.HasPrefix(got, "<b>not bold</b><img") {
 		t.Errorf("markup in content was not shown as text: %q", got)
+	}
+	if got := b.text(`#context [data-id="s2"] [data-testid="origin-format"]`); got != "anthropic.messages" {
+		t.Errorf("origin format %q", got)
+	}
+	b.do("show the raw form of the markup",
+		chromedp.Click(chromedp.CSS(`#context [data-id="s1"] [data-testid="raw-toggle"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="s1"] [data-testid="raw"]`)))
+	if got := b.text(`#context [data-id="s1"] [data-testid="raw"]`); !strings.HasPrefix(got, `{"role":"user","content":"<b>not bold</b><img`) {
+		t.Errorf("raw form %q", got)
 	}
 	if evaluate[bool](b, `document.querySelector('#detail img, #detail script, #detail b') !== null || window.__pwned !== undefined`) {
 		t.Error("markup in content reached the DOM")
@@ -217,6 +270,227 @@ func TestViewerBrowser(t *testing.T) {
 		chromedp.WaitNotPresent(chromedp.CSS(`[data-testid="session-item"][data-session-id="scratch"]`)))
 	if n := api.Count("DELETE", "/api/sessions/scratch"); n != 1 {
 		t.Errorf("DELETE sent %d times, want 1", n)
+	}
+	b.checkNoExceptions()
+}
+
+// checkFork selects the fork billing-fix~2 and checks its origin, its framing, its framing and
+// branch marks, origins, parts and divergence point; it ends on billing-fix's transcript.
+func checkFork(t *testing.T, api *fakeAPI, b *browser) {
+	t.Helper()
+	b.do("select the fork",
+		chromedp.Click(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix~2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="f2"]`)))
+	if got := b.text(`[data-testid="fork-origin"]`); !strings.Contains(got, "Fork of billing-fix, diverging after 2 transcript messages in common") {
+		t.Errorf("fork origin reads %q", got)
+	}
+	if got := evaluate[string](b, `document.querySelector('[data-testid="fork-origin-link"]').getAttribute('href')`); got != "#/session/billing-fix" {
+		t.Errorf("origin link %q", got)
+	}
+	kinds := evaluate[[]string](b, `[...document.querySelectorAll('#context > li > [data-testid="message"]')].map(e => e.dataset.id + ':' + e.dataset.kind)`)
+	if want := []string{"p1:prefix_memory", "f2:raw", "f3:raw", "f4:raw", "fr2:framing", "f5:raw", "br1:branch", "f6:raw"}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("fork context %v, want %v", kinds, want)
+	}
+
+	// The current framing, folded until asked for.
+	if evaluate[bool](b, `document.getElementById('framing').open`) {
+		t.Error("the framing is open before it is asked for")
+	}
+	b.do("open the framing", chromedp.Click(chromedp.CSS(`[data-testid="framing-toggle"]`)), chromedp.WaitVisible(chromedp.CSS(`#framing .messages`)))
+	framing := evaluate[[]string](b, `[...document.querySelectorAll('#framing [data-testid="message"]')].map(e => e.dataset.role + ': ' + e.querySelector('[data-testid="content"]').textContent)`)
+	if want := []string{"system: You are a careful coding agent working in the repository at /src/shop. Today is Monday 2 June.", "developer: Answer in two sentences at most."}; !reflect.DeepEqual(framing, want) {
+		t.Errorf("framing %v, want %v", framing, want)
+	}
+
+	// A framing mark after an unopened memory is numbered from the expansion, and opens its version.
+	b.waitUntil("the framing mark to be numbered", `document.querySelector('#context [data-id="fr2"] [data-testid="mark-label"]').textContent === 'framing changed (version 2)'`)
+	if n := api.Count("GET", "/api/sessions/billing-fix~2/expand"); n != 1 {
+		t.Errorf("the expansion was fetched %d times to number the framing marks, want 1", n)
+	}
+	if got := b.text(`#framing summary`); !strings.Contains(got, "version 2") {
+		t.Errorf("framing summary %q lacks its version", got)
+	}
+	b.do("open framing version 2",
+		chromedp.Click(chromedp.CSS(`#context [data-id="fr2"] [data-testid="open-node"][data-ref="r6"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r6"] [data-id="v2b"]`)))
+	if got := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="children"][data-ref="r6"] [data-testid="message"]')].map(e => e.dataset.id)`); !reflect.DeepEqual(got, []string{"v2a", "v2b"}) {
+		t.Errorf("framing version 2 holds %v", got)
+	}
+	if got := b.text(`#context [data-id="fr2"] [data-testid="open-node"]`); !strings.HasPrefix(got, "▾Hide version 2") {
+		t.Errorf("open framing mark button reads %q", got)
+	}
+
+	// A branch mark opens the earlier answer.
+	if got := b.text(`#context [data-id="br1"] [data-testid="mark-label"]`); got != "regenerated answer" {
+		t.Errorf("branch mark label %q", got)
+	}
+	b.do("open the earlier answer",
+		chromedp.Click(chromedp.CSS(`#context [data-id="br1"] [data-testid="open-node"][data-ref="r7"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r7"] [data-id="f6a"]`)))
+	if got := b.text(`[data-testid="children"][data-ref="r7"] [data-id="f6a"] [data-testid="content"]`); !strings.HasPrefix(got, "Shipping rounds up (first answer)") {
+		t.Errorf("the earlier answer reads %q", got)
+	}
+
+	// A framing mark inside a memory: numbered once the memory is opened, and opens version 1.
+	b.do("open the prefix memory",
+		chromedp.Click(chromedp.CSS(`#context [data-id="p1"] [data-testid="open-node"][data-ref="r8"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r8"] [data-id="fr1"]`)))
+	if got := b.text(`[data-testid="children"][data-ref="r8"] [data-id="fr1"] [data-testid="mark-label"]`); got != "framing changed (version 1)" {
+		t.Errorf("the first framing mark reads %q", got)
+	}
+	b.do("open framing version 1",
+		chromedp.Click(chromedp.CSS(`[data-id="fr1"] [data-testid="open-node"][data-ref="r5"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="children"][data-ref="r5"] [data-id="v1a"]`)))
+
+	// Non-text parts are labelled; origins show their format and, on demand, the exact raw text.
+	if got := b.text(`[data-id="f1"] [data-testid="part"]`); got != "[image image/png]" {
+		t.Errorf("image part %q", got)
+	}
+	if got := b.text(`#context [data-id="f5"] [data-testid="part"]`); got != "[file application/pdf invoice-1042.pdf]" {
+		t.Errorf("file part %q", got)
+	}
+	if got := b.text(`#context [data-id="f5"] [data-testid="origin-format"]`); got != "openai.chat" {
+		t.Errorf("origin format %q", got)
+	}
+	if b.visible(`#context [data-id="f5"] [data-testid="raw"]`) {
+		t.Error("the raw form is shown before it is asked for")
+	}
+	b.do("show the raw form",
+		chromedp.Click(chromedp.CSS(`#context [data-id="f5"] [data-testid="raw-toggle"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#context [data-id="f5"] [data-testid="raw"]`)))
+	raw := evaluate[string](b, `document.querySelector('#context [data-id="f5"] [data-testid="raw"]').textContent`)
+	if want := fixtureRaw(t, "billing-fix~2", "f5"); raw != want {
+		t.Errorf("raw form\n%s\nwant exactly\n%s", raw, want)
+	}
+
+	// The divergence point in the fork's own transcript, with framing versions and the
+	// regenerated answer marked.
+	b.do("show the divergence point",
+		chromedp.Click(chromedp.CSS(`[data-testid="fork-divergence"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#transcript [data-testid="fork-point"][data-at="2"]`)))
+	if got := b.beforePoint(2); got != "f1" {
+		t.Errorf("the divergence point follows %q, want f1", got)
+	}
+	marked := evaluate[[]string](b, `[...document.querySelectorAll('#transcript > li > [data-testid="message"]')].map(e => e.dataset.id + (e.querySelector('[data-testid="framing-version"]') ? ' ' + e.querySelector('[data-testid="framing-version"]').textContent : '') + (e.querySelector('[data-testid="regenerated"]') ? ' regenerated' : ''))`)
+	if want := []string{"v1a framing v1", "f0", "f1", "f2", "f3", "f4", "v2a framing v2", "v2b framing v2", "f5", "f6a regenerated", "f6"}; !reflect.DeepEqual(marked, want) {
+		t.Errorf("fork transcript %v, want %v", marked, want)
+	}
+
+	// The same point in the origin.
+	b.do("follow the divergence point to the origin",
+		chromedp.Click(chromedp.CSS(`[data-testid="fork-origin-point"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#transcript [data-testid="fork-point"][data-at="2"]`)))
+	if got := b.text(`#session-title`); got != "billing-fix" {
+		t.Errorf("the origin link opened %q", got)
+	}
+	if got := b.text(`#transcript [data-testid="fork-point"][data-at="2"]`); !strings.Contains(got, "billing-fix~2 diverged from this session here") {
+		t.Errorf("the origin's divergence point reads %q", got)
+	}
+	if got := b.text(`[data-testid="session-forks"]`); !strings.Contains(got, "billing-fix~2") {
+		t.Errorf("the origin's forks read %q", got)
+	}
+}
+
+// fixtureRaw returns the raw origin text of a context message of a fixture session.
+func fixtureRaw(t *testing.T, session, id string) string {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join("testdata", fixtureFiles[session]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Context []struct {
+			ID     string `json:"id"`
+			Origin struct {
+				Raw string `json:"raw"`
+			} `json:"origin"`
+		} `json:"context"`
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range s.Context {
+		if m.ID == id {
+			return m.Origin.Raw
+		}
+	}
+	t.Fatalf("no message %s in %s", id, session)
+	return ""
+}
+
+// Hundreds of sessions: listed with forks beneath their origins (at any depth), many forks
+// folded, an orphaned fork at the top, and found by search.
+func TestViewerBrowserManySessions(t *testing.T) {
+	api := newFakeAPI(t, "")
+	api.extra = api.manySessions(300)
+	total := 3 + len(api.extra)
+	forks := 1 // billing-fix~2
+	for _, s := range api.extra {
+		if s.Fork != nil {
+			forks++
+		}
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	b := newBrowser(t)
+
+	b.do("open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="session-item"][data-session-id="agent-299"]`)))
+	if got := b.text(`#session-count`); got != fmt.Sprint(total) {
+		t.Errorf("session count %q, want %d", got, total)
+	}
+	if got := b.text(`#session-summary`); !strings.HasPrefix(got, fmt.Sprintf("%d sessions, %d forks", total, forks)) {
+		t.Errorf("summary %q", got)
+	}
+	roots := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="session-item"][data-depth="0"]')].slice(0, 5).map(e => e.dataset.sessionId)`)
+	if want := []string{"billing-fix", "orphan~2", "agent-000", "agent-001", "agent-002"}; !reflect.DeepEqual(roots, want) {
+		t.Errorf("first roots %v, want %v (latest first)", roots, want)
+	}
+	if got := b.text(`[data-testid="session-item"][data-session-id="orphan~2"] [data-testid="fork-note"]`); got != "↳ fork of orphan, forked after 1 message (origin not listed)" {
+		t.Errorf("orphan note %q", got)
+	}
+	path := evaluate[[]string](b, `(() => { const out = []; let n = document.querySelector('[data-testid="session-node"][data-session-id="agent-010~3"]');
+		while (n) { out.push(n.dataset.sessionId); n = n.parentElement.closest('[data-testid="session-node"]'); } return out; })()`)
+	if want := []string{"agent-010~3", "agent-010~2", "agent-010"}; !reflect.DeepEqual(path, want) {
+		t.Errorf("agent-010~3 is nested in %v, want %v", path, want)
+	}
+
+	// A session with many forks lists them folded, until asked.
+	if evaluate[bool](b, `document.querySelector('[data-session-id="agent-050~2"]') !== null`) {
+		t.Error("the six forks of agent-050 are listed unfolded")
+	}
+	toggle := `[data-testid="session-node"][data-session-id="agent-050"] > [data-testid="toggle-forks"]`
+	if got := b.text(toggle); got != "▸ Show 6 forks" {
+		t.Errorf("fork toggle %q", got)
+	}
+	b.do("unfold the forks", chromedp.Click(chromedp.CSS(toggle)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="session-item"][data-session-id="agent-050~7"]`)))
+	if n := evaluate[int](b, `document.querySelectorAll('[data-testid="session-node"][data-session-id="agent-050"] [data-testid="session-item"]').length`); n != 7 {
+		t.Errorf("agent-050 unfolded lists %d sessions, want 7", n)
+	}
+
+	// Search.
+	b.search("agent-05")
+	listed := b.listed()
+	if len(listed) != 16 {
+		t.Errorf("searching agent-05 lists %d sessions (%v), want 16", len(listed), listed)
+	}
+	for _, id := range listed {
+		if !strings.Contains(id, "agent-05") {
+			t.Errorf("searching agent-05 lists %s", id)
+		}
+	}
+	if got := b.text(`#session-summary`); got != fmt.Sprintf("16 of %d sessions match", total) {
+		t.Errorf("summary %q", got)
+	}
+	b.search("agent-050~7")
+	if got := b.listed(); !reflect.DeepEqual(got, []string{"agent-050", "agent-050~6", "agent-050~7"}) {
+		t.Errorf("searching agent-050~7 lists %v", got)
+	}
+	if got := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="session-item"].unmatched')].map(e => e.dataset.sessionId)`); !reflect.DeepEqual(got, []string{"agent-050", "agent-050~6"}) {
+		t.Errorf("listed for their forks: %v", got)
+	}
+	b.search("")
+	if n := evaluate[int](b, `document.querySelectorAll('[data-testid="session-item"]').length`); n < 300 {
+		t.Errorf("%d sessions listed after clearing the search", n)
 	}
 	b.checkNoExceptions()
 }
@@ -379,6 +653,28 @@ func (b *browser) waitUntil(what, predicate string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// search types q into the session search box (replacing what it held).
+func (b *browser) search(q string) {
+	b.t.Helper()
+	b.do("search "+q, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const f = document.getElementById('session-filter'); f.value = ''; f.dispatchEvent(new Event('input')); })()`)))
+	if q != "" {
+		b.do("type "+q, chromedp.SendKeys(chromedp.CSS(`#session-filter`), q))
+	}
+}
+
+// listed returns the ids of the sessions listed, in order.
+func (b *browser) listed() []string {
+	b.t.Helper()
+	return evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="session-item"]')].map(e => e.dataset.sessionId)`)
+}
+
+// beforePoint returns the id of the transcript message just before the divergence point at.
+func (b *browser) beforePoint(at int) string {
+	b.t.Helper()
+	return evaluate[string](b, fmt.Sprintf(`(() => { const p = document.querySelector('#transcript [data-testid="fork-point"][data-at="%d"]');
+		const m = p && p.previousElementSibling && p.previousElementSibling.querySelector(':scope > [data-testid="message"]'); return m ? m.dataset.id : ''; })()`, at))
 }
 
 func (b *browser) text(sel string) string {

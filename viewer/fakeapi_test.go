@@ -17,11 +17,14 @@ import (
 )
 
 // fakeAPI serves the viewer beside a fixture of httpapi's REST API (testdata/*.json), and
-// records the API requests the page makes.
+// records the API requests the page makes. The fixture holds three sessions: "billing-fix", its
+// fork "billing-fix~2" (with framing marks, a branch mark, origins and non-text parts) and
+// "scratch"; extra sessions, listed only, can be added (see manySessions).
 type fakeAPI struct {
-	t   *testing.T
-	key string // when set, every API call needs Authorization: Bearer key
-	now time.Time
+	t     *testing.T
+	key   string // when set, every API call needs Authorization: Bearer key
+	now   time.Time
+	extra []sessionSummary // listed beside the fixture's sessions; they have no detail
 
 	mu       sync.Mutex
 	requests []apiRequest
@@ -33,13 +36,29 @@ type apiRequest struct {
 	Method, Path, Auth string
 }
 
-// sessionSummary is one entry of GET /api/sessions.
+// sessionSummary is one entry of GET /api/sessions (hippocam.SessionInfo).
 type sessionSummary struct {
+	Tenant         string         `json:"tenant"`
 	ID             string         `json:"id"`
 	Messages       int            `json:"messages"`
 	Depth          int            `json:"depth"`
 	Consolidations map[string]int `json:"consolidations"`
 	UpdatedAt      string         `json:"updated_at"`
+	Fork           *forkJSON      `json:"fork,omitempty"`
+}
+
+// forkJSON is hippocam.Fork: the session a fork diverged from, after how many transcript messages.
+type forkJSON struct {
+	From string `json:"from"`
+	At   int    `json:"at"`
+}
+
+// fixtureFiles names the fixture of each session that has a detail. A file name may not end a
+// path element in "~" and digits (Go module zips reject what looks like a Windows short name).
+var fixtureFiles = map[string]string{
+	"billing-fix":   "session-billing-fix.json",
+	"billing-fix~2": "session-billing-fix_fork2.json",
+	"scratch":       "session-scratch.json",
 }
 
 func newFakeAPI(t *testing.T, key string) *fakeAPI {
@@ -107,12 +126,15 @@ func (f *fakeAPI) state() (bumps int, deleted map[string]bool) {
 func (f *fakeAPI) listSessions(w http.ResponseWriter, r *http.Request) {
 	bumps, deleted := f.state()
 	all := []sessionSummary{
-		{ID: "billing-fix", Messages: 11, Depth: 3, Consolidations: map[string]int{"intent": 3, "prefix": 1},
+		{Tenant: "default", ID: "billing-fix", Messages: 11, Depth: 3, Consolidations: map[string]int{"intent": 3, "prefix": 1},
 			UpdatedAt: f.stamp(time.Minute - time.Duration(bumps)*time.Second)},
-		{ID: "scratch", Messages: 2, Depth: 0, Consolidations: map[string]int{"intent": 0, "prefix": 0},
+		{Tenant: "default", ID: "scratch", Messages: 2, Depth: 0, Consolidations: map[string]int{"intent": 0, "prefix": 0},
 			UpdatedAt: f.stamp(2 * time.Hour)},
+		{Tenant: "default", ID: "billing-fix~2", Messages: 8, Depth: 1, Consolidations: map[string]int{"intent": 0, "prefix": 1},
+			UpdatedAt: f.stamp(5 * time.Minute), Fork: &forkJSON{From: "billing-fix", At: 2}},
 	}
-	var list []sessionSummary
+	all = append(all, f.extra...)
+	list := []sessionSummary{}
 	for _, s := range all {
 		if !deleted[s.ID] {
 			list = append(list, s)
@@ -187,10 +209,11 @@ func (f *fakeAPI) deleteSession(w http.ResponseWriter, r *http.Request) {
 
 // session returns the fixture of session id with its times filled in, unless it is deleted.
 func (f *fakeAPI) session(id string) ([]byte, bool) {
-	if _, deleted := f.state(); deleted[id] || (id != "billing-fix" && id != "scratch") {
+	file, ok := fixtureFiles[id]
+	if _, deleted := f.state(); deleted[id] || !ok {
 		return nil, false
 	}
-	body, err := os.ReadFile(filepath.Join("testdata", "session-"+id+".json"))
+	body, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		f.t.Errorf("fixture: %v", err)
 		return nil, false
@@ -213,10 +236,12 @@ func (f *fakeAPI) stamp(ago time.Duration) string {
 	return f.now.Add(-ago).Format(time.RFC3339)
 }
 
-// expandFixture returns the original transcript of a fixture session: its context with every
-// consolidated message replaced by its node's children, recursively.
+// expandFixture returns the original transcript of a fixture session as httpapi's expansion
+// gives it: its context with every consolidated message replaced by its node's children,
+// recursively; the messages of a framing version carry "framing": its number (1, 2… in order),
+// a regenerated answer "regenerated": true, and a mark with no node is left out.
 func expandFixture(id string) ([]json.RawMessage, error) {
-	body, err := os.ReadFile(filepath.Join("testdata", "session-"+id+".json"))
+	body, err := os.ReadFile(filepath.Join("testdata", fixtureFiles[id]))
 	if err != nil {
 		return nil, err
 	}
@@ -226,22 +251,48 @@ func expandFixture(id string) ([]json.RawMessage, error) {
 	if err := json.Unmarshal(body, &s); err != nil {
 		return nil, err
 	}
-	return expandMessages(s.Context, 0)
+	e := expander{}
+	return e.expand(s.Context, 0, 0, false)
 }
 
-func expandMessages(msgs []json.RawMessage, depth int) ([]json.RawMessage, error) {
+type expander struct {
+	versions int // framing versions met so far
+}
+
+func (e *expander) expand(msgs []json.RawMessage, depth, framing int, regenerated bool) ([]json.RawMessage, error) {
 	if depth > 10 {
 		return nil, fmt.Errorf("the fixture tree is deeper than 10")
 	}
 	var out []json.RawMessage
 	for _, raw := range msgs {
 		var m struct {
-			Ref string `json:"ref"`
+			Ref  string `json:"ref"`
+			Kind string `json:"kind"`
 		}
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, err
 		}
 		if m.Ref == "" {
+			if m.Kind == "framing" || m.Kind == "branch" {
+				continue // an empty framing: nothing beneath it
+			}
+			if framing > 0 || regenerated {
+				var fields map[string]json.RawMessage
+				if err := json.Unmarshal(raw, &fields); err != nil {
+					return nil, err
+				}
+				if framing > 0 {
+					fields["framing"] = json.RawMessage(strconv.Itoa(framing))
+				}
+				if regenerated {
+					fields["regenerated"] = json.RawMessage("true")
+				}
+				b, err := json.Marshal(fields)
+				if err != nil {
+					return nil, err
+				}
+				raw = b
+			}
 			out = append(out, raw)
 			continue
 		}
@@ -255,13 +306,50 @@ func expandMessages(msgs []json.RawMessage, depth int) ([]json.RawMessage, error
 		if err := json.Unmarshal(body, &node); err != nil {
 			return nil, fmt.Errorf("node %s: %w", m.Ref, err)
 		}
-		kids, err := expandMessages(node.Children, depth+1)
+		f, g := framing, regenerated
+		switch m.Kind {
+		case "framing":
+			e.versions++
+			f = e.versions
+		case "branch":
+			g = true
+		}
+		kids, err := e.expand(node.Children, depth+1, f, g)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, kids...)
 	}
 	return out, nil
+}
+
+// manySessions returns n sessions to list beside the fixture: roots "agent-000"…, updated a
+// minute apart (the lowest number most recently); every tenth root has forks NAME~2…NAME~k
+// (k = 2 + its tenth, so that some have many), the last of which forks the one before it; and
+// "orphan~2" is a fork whose origin is not listed.
+func (f *fakeAPI) manySessions(n int) []sessionSummary {
+	var out []sessionSummary
+	cons := map[string]int{"intent": 1, "prefix": 0}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("agent-%03d", i)
+		out = append(out, sessionSummary{Tenant: "default", ID: id, Messages: 10 + i, Depth: i % 4, Consolidations: cons,
+			UpdatedAt: f.stamp(time.Duration(10+i) * time.Minute)})
+		if i%10 != 0 {
+			continue
+		}
+		for k := 2; k <= 2+i/10; k++ {
+			from := id
+			if k > 2 && k == 2+i/10 {
+				from = fmt.Sprintf("%s~%d", id, k-1)
+			}
+			out = append(out, sessionSummary{Tenant: "default", ID: fmt.Sprintf("%s~%d", id, k), Messages: 12, Depth: 1,
+				Consolidations: cons, UpdatedAt: f.stamp(time.Duration(10+i)*time.Minute + time.Duration(k)*time.Second),
+				Fork: &forkJSON{From: from, At: 3 + k}})
+		}
+	}
+	out = append(out, sessionSummary{Tenant: "default", ID: "orphan~2", Messages: 4, Depth: 0, Consolidations: cons,
+		UpdatedAt: f.stamp(3 * time.Minute), Fork: &forkJSON{From: "orphan", At: 1}})
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

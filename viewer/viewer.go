@@ -3,6 +3,13 @@
 // consolidated message (opened node by node), the intent stack and its history, the knowledge
 // of prefix memories, the recall traces of answers, and usage and cost by role.
 //
+// The session list is searched by id and sorted by latest activity; a fork is listed beneath
+// the session it forked from, with its divergence point (shown in both transcripts). A session
+// shows the agent's current framing; framing marks (the framing changed: they open that
+// version) and branch marks (an answer was regenerated: they open the earlier answer) stand in
+// its tree; messages show their wire format, their exact raw JSON on demand, and a label for
+// each non-text part.
+//
 // The page is plain HTML, CSS and JavaScript embedded in the binary: no build step, nothing
 // fetched from elsewhere. It reads the JSON REST API of package httpapi from the same origin
 // (/api/sessions…), so the handler is meant to be mounted at "/" beside that API. When the API

@@ -11,18 +11,23 @@
   const COLLAPSE_LINES = 12;
   const STACK_LOG_SHOWN = 12;
   const KNOWLEDGE_SHOWN = 8;
+  const FORKS_SHOWN = 3; // a session with more forks than this lists them folded, until asked
 
   const KINDS = {
     raw: 'raw',
     guidance: 'guidance',
     intent_memory: 'intent memory',
     prefix_memory: 'prefix memory',
+    framing: 'framing',
+    branch: 'branch',
   };
   const KIND_HINT = {
     raw: 'From the agent, the user or a tool',
     guidance: 'Written by JANUS (intent stack maintenance)',
     intent_memory: 'Written by PRECIP: a finished intent, consolidated',
     prefix_memory: 'Written by PALIM: an old prefix, consolidated',
+    framing: 'A mark where the agent’s framing (its system and developer messages) changed; it holds that version',
+    branch: 'A mark where an answer was regenerated; it holds the earlier answer',
   };
   const ROLE_ORDER = ['agent', 'janus', 'precip', 'palim'];
   const EVALUATIONS = ['good', 'bad', 'neutral'];
@@ -40,6 +45,13 @@
     open: new Set(), // keys of opened nodes
     expanded: new Set(), // keys of expanded long contents
     traces: new Set(), // keys of opened recall traces
+    raws: new Set(), // keys of messages whose raw wire form is shown
+    framingOpen: false, // the current framing's card is open
+    framingVersions: new Map(), // ref of a framing mark -> its version number (never changes)
+    framingTried: null, // the session version whose expansion was fetched to number framing marks
+    focusAt: null, // a divergence point (transcript messages) to scroll to in the transcript
+    transcriptLoading: null, // {id, version, promise} of the expansion being fetched
+    groupOpen: new Map(), // session id -> whether its forks are listed (when the user chose)
     showAllLog: false,
     polling: false,
     listSig: '', // what the session list shows, to skip identical rebuilds
@@ -220,51 +232,163 @@
     renderSessions();
   }
 
+  const timeOf = (t) => {
+    const x = new Date(t).getTime();
+    return isNaN(x) ? -Infinity : x;
+  };
+
+  // sessionTree arranges the sessions as a forest: a fork beneath the session it forked from
+  // (when that one is listed; else at the top), each level sorted by its latest activity (a
+  // session's own update or any of its forks'), newest first.
+  function sessionTree(sessions) {
+    const nodes = new Map();
+    for (const s of sessions) {
+      const id = String(s.id);
+      if (!nodes.has(id)) nodes.set(id, { id, s, kids: [] });
+    }
+    const parentOf = (n) => {
+      const from = n.s.fork && n.s.fork.from != null ? String(n.s.fork.from) : '';
+      return from !== n.id && nodes.has(from) ? from : '';
+    };
+    // A chain of origins that loops (it should not) is cut: its sessions stay at the top.
+    const looped = (n) => {
+      const seen = new Set([n.id]);
+      for (let p = parentOf(n); p; p = parentOf(nodes.get(p))) {
+        if (seen.has(p)) return true;
+        seen.add(p);
+      }
+      return false;
+    };
+    const roots = [];
+    for (const n of nodes.values()) {
+      const p = looped(n) ? '' : parentOf(n);
+      n.parent = p;
+      if (p) nodes.get(p).kids.push(n); else roots.push(n);
+    }
+    const finish = (n) => {
+      n.latest = timeOf(n.s.updated_at);
+      n.total = 0; // forks beneath, at any depth
+      for (const k of n.kids) {
+        finish(k);
+        n.latest = Math.max(n.latest, k.latest);
+        n.total += 1 + k.total;
+      }
+      n.kids.sort(byLatest);
+    };
+    roots.forEach(finish);
+    roots.sort(byLatest);
+    return roots;
+  }
+
+  const byLatest = (a, b) => b.latest - a.latest || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+  // listModel is what the list shows: the visible part of the forest, filtered by id. A session
+  // that does not match stays (dimmed) when one of its forks does, so a fork keeps its place.
+  function listModel(roots, q) {
+    let matches = 0;
+    const walk = (n) => {
+      const match = !q || n.id.toLowerCase().includes(q);
+      if (match) matches++;
+      const kids = n.kids.map(walk).filter(Boolean);
+      if (!match && kids.length === 0) return null;
+      const chosen = state.groupOpen.get(n.id);
+      const open = q ? true : chosen !== undefined ? chosen : n.total <= FORKS_SHOWN || holdsSelected(n);
+      return { id: n.id, s: n.s, match, total: n.total, kids, open, parentListed: !!n.parent, ago: fmtAgo(n.s.updated_at) };
+    };
+    const rows = roots.map(walk).filter(Boolean);
+    return { rows, matches };
+  }
+
+  function holdsSelected(n) {
+    return n.kids.some((k) => k.id === state.selected || holdsSelected(k));
+  }
+
   function renderSessions() {
     const list = $('session-list');
-    const filter = $('session-filter').value.trim().toLowerCase();
-    const shown = state.sessions.filter((s) => !filter || String(s.id).toLowerCase().includes(filter));
+    const q = $('session-filter').value.trim().toLowerCase();
+    const roots = sessionTree(state.sessions);
+    const model = listModel(roots, q);
+    const total = state.sessions.length;
+    const forks = state.sessions.filter((s) => s.fork && s.fork.from).length;
     // Rebuild only when something visible changed, so that polling does not churn the DOM.
-    const sig = JSON.stringify([state.listLoaded, state.sessions.length, state.selected ?? null, shown, shown.map((s) => fmtAgo(s.updated_at))]);
+    const sig = JSON.stringify([state.listLoaded, total, state.selected ?? null, q, model]);
     if (sig === state.listSig) return;
     state.listSig = sig;
-    $('session-count').textContent = state.listLoaded ? String(state.sessions.length) : '';
+    $('session-count').textContent = state.listLoaded ? String(total) : '';
+    $('session-summary').textContent = !state.listLoaded || total === 0 ? ''
+      : q ? fmtInt(model.matches) + ' of ' + plural(total, 'session') + ' match'
+        : plural(total, 'session') + (forks ? ', ' + plural(forks, 'fork') : '') + ' · latest first';
     list.replaceChildren();
-    if (state.listLoaded && shown.length === 0) {
+    if (state.listLoaded && model.rows.length === 0) {
       list.append(el('li', { class: 'empty', 'data-testid': 'sessions-empty',
-        text: state.sessions.length ? 'No session matches the filter.' : 'No sessions yet. They appear as agents call the proxy.' }));
+        text: total ? 'No session matches the filter.' : 'No sessions yet. They appear as agents call the proxy.' }));
       return;
     }
-    for (const s of shown) {
-      const c = s.consolidations || {};
-      const current = s.id === state.selected;
-      list.append(el('li', {},
-        el('button', {
-          type: 'button', class: 'session' + (current ? ' current' : ''),
-          'data-testid': 'session-item', 'data-session-id': s.id,
-          'aria-current': current ? 'true' : null,
-          onclick: () => select(s.id),
+    for (const row of model.rows) list.append(renderSessionNode(row, 0, q));
+  }
+
+  function renderSessionNode(row, depth, q) {
+    const s = row.s;
+    const c = s.consolidations || {};
+    const current = row.id === state.selected;
+    const fork = s.fork && s.fork.from != null ? s.fork : null;
+    const at = fork ? Number(fork.at) || 0 : 0;
+    const li = el('li', { class: 'session-node', 'data-testid': 'session-node', 'data-session-id': row.id, 'data-depth': depth },
+      el('button', {
+        type: 'button', class: 'session' + (current ? ' current' : '') + (row.match ? '' : ' unmatched'),
+        'data-testid': 'session-item', 'data-session-id': row.id, 'data-depth': depth,
+        'data-fork-from': fork ? String(fork.from) : null,
+        'aria-current': current ? 'true' : null,
+        title: row.match ? null : 'listed for its forks: it does not match the filter',
+        onclick: () => select(row.id),
+      },
+      el('span', { class: 'session-id', text: row.id }),
+      el('span', { class: 'session-time', title: fmtTime(s.updated_at), text: row.ago }),
+      fork ? el('span', { class: 'fork-note', 'data-testid': 'fork-note', title: 'fork of ' + fork.from },
+        '↳ ' + (row.parentListed ? '' : 'fork of ' + fork.from + ', ') + 'forked after ' + plural(at, 'message'),
+        row.parentListed ? null : el('span', { class: 'muted', text: ' (origin not listed)' })) : null,
+      el('span', { class: 'session-meta' },
+        el('span', { text: plural(s.messages || 0, 'msg') }),
+        el('span', { text: 'depth ' + (s.depth || 0) }),
+        el('span', { class: 'chip chip-intent', title: 'intent consolidations', text: '◇ ' + (c.intent || 0) }),
+        el('span', { class: 'chip chip-prefix', title: 'prefix consolidations', text: '▤ ' + (c.prefix || 0) }),
+        row.total ? el('span', { class: 'chip chip-fork', 'data-testid': 'fork-count', title: 'forks beneath this session, at any depth', text: plural(row.total, 'fork') }) : null)));
+    if (row.kids.length === 0) return li;
+    if (!q) {
+      li.append(el('button', {
+        type: 'button', class: 'link fork-toggle', 'data-testid': 'toggle-forks', 'aria-expanded': String(row.open),
+        text: (row.open ? '▾ Hide ' : '▸ Show ') + plural(row.total, 'fork'),
+        onclick: () => {
+          state.groupOpen.set(row.id, !row.open);
+          renderSessions();
         },
-        el('span', { class: 'session-id', text: s.id }),
-        el('span', { class: 'session-meta' },
-          el('span', { text: plural(s.messages || 0, 'msg') }),
-          el('span', { text: 'depth ' + (s.depth || 0) }),
-          el('span', { class: 'chip chip-intent', title: 'intent consolidations', text: '◇ ' + (c.intent || 0) }),
-          el('span', { class: 'chip chip-prefix', title: 'prefix consolidations', text: '▤ ' + (c.prefix || 0) })),
-        el('span', { class: 'session-time', title: fmtTime(s.updated_at), text: fmtAgo(s.updated_at) }))));
+      }));
     }
+    if (row.open) {
+      li.append(el('ul', { class: 'forks', 'data-testid': 'forks', 'data-origin': row.id },
+        row.kids.map((k) => renderSessionNode(k, depth + 1, q))));
+    }
+    return li;
   }
 
   // ---------- selection and routing ----------
 
-  function hashSession() {
-    const m = /^#\/session\/(.+)$/.exec(location.hash);
-    if (!m) return null;
-    try { return decodeURIComponent(m[1]); } catch { return null; }
+  // The hash names the session, and may name a divergence point to show in its transcript:
+  // #/session/ID or #/session/ID/at/N (after N transcript messages). ID is URI-encoded.
+  function hashRoute() {
+    const m = /^#\/session\/([^/]+)\/at\/([0-9]+)$/.exec(location.hash) || /^#\/session\/(.+)$/.exec(location.hash);
+    if (!m) return { id: null, at: null };
+    try {
+      return { id: decodeURIComponent(m[1]), at: m[2] === undefined ? null : Number(m[2]) };
+    } catch {
+      return { id: null, at: null };
+    }
   }
 
-  function select(id) {
-    const hash = id ? '#/session/' + encodeURIComponent(id) : '';
+  const sessionHash = (id, at) => '#/session/' + encodeURIComponent(id) + (at === undefined || at === null ? '' : '/at/' + at);
+
+  function select(id, at) {
+    const hash = id ? sessionHash(id, at) : '';
     if (location.hash !== hash) {
       if (hash) location.hash = hash;
       else history.replaceState(null, '', location.pathname + location.search);
@@ -272,9 +396,23 @@
     route();
   }
 
+  // link is an in-page link to a session (at a divergence point), followed even when the hash
+  // already names it.
+  function sessionLink(id, at, attrs, text) {
+    return el('a', Object.assign({ href: sessionHash(id, at), text: text === undefined ? id : text,
+      onclick: (ev) => {
+        if (ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return; // a new tab or window
+        ev.preventDefault();
+        select(id, at);
+      } }, attrs || {}));
+  }
+
   function route() {
-    const id = hashSession();
-    if (id === state.selected) return;
+    const { id, at } = hashRoute();
+    if (id === state.selected) {
+      if (id && at !== null) showPoint(at);
+      return;
+    }
     state.selected = id;
     state.detail = null;
     state.detailError = null;
@@ -284,10 +422,32 @@
     state.open = new Set();
     state.expanded = new Set();
     state.traces = new Set();
+    state.raws = new Set();
+    state.framingOpen = false;
+    state.framingVersions = new Map();
+    state.framingTried = null;
+    state.focusAt = null;
     state.showAllLog = false;
+    if (at !== null) {
+      state.view = 'transcript';
+      state.focusAt = at;
+    }
     renderSessions();
     renderDetail();
     if (id) loadDetail();
+  }
+
+  // showPoint shows the selected session's transcript at a divergence point.
+  async function showPoint(at) {
+    state.focusAt = at;
+    state.view = 'transcript';
+    renderDetail();
+    try {
+      await loadTranscript();
+    } catch (err) {
+      if (err.status !== 401) showError('Cannot load the transcript: ' + err.message);
+    }
+    renderDetail();
   }
 
   async function loadDetail() {
@@ -317,14 +477,27 @@
     if (state.selected === id) renderDetail();
   }
 
-  async function loadTranscript() {
+  // loadTranscript fetches the expansion of the selected session at its current version, once:
+  // callers that ask while it is on its way share the request.
+  function loadTranscript() {
     const id = state.selected;
     const d = state.detail;
-    if (!d) return;
-    if (state.transcript && state.transcript.version === d.version) return;
-    const body = await api(sessionPath(id) + '/expand');
-    if (state.selected !== id) return;
-    state.transcript = { version: d.version, messages: (body && body.messages) || [] };
+    if (!d || (state.transcript && state.transcript.version === d.version)) return Promise.resolve();
+    const pending = state.transcriptLoading;
+    if (pending && pending.id === id && pending.version === d.version) return pending.promise;
+    const version = d.version;
+    const job = { id, version, promise: null };
+    job.promise = (async () => {
+      try {
+        const body = await api(sessionPath(id) + '/expand');
+        if (state.selected !== id) return;
+        state.transcript = { version, messages: (body && Array.isArray(body.messages)) ? body.messages : [] };
+      } finally {
+        if (state.transcriptLoading === job) state.transcriptLoading = null;
+      }
+    })();
+    state.transcriptLoading = job;
+    return job.promise;
   }
 
   // ---------- polling ----------
@@ -393,14 +566,21 @@
       main.append(el('div', { class: 'card placeholder', 'data-testid': 'detail-loading', text: 'Loading session…' }));
       return;
     }
+    const unnumbered = numberFramings(d);
     main.append(
       renderHeader(d),
       renderSummary(d),
       el('div', { class: 'columns' },
-        el('div', { class: 'col-main' }, renderContextCard(d)),
+        el('div', { class: 'col-main' }, Array.isArray(d.framing) ? renderFraming(d) : null, renderContextCard(d)),
         el('div', { class: 'col-side' }, renderStack(d), renderUsage(d), renderStackLog(d))));
     sizeBars(main);
     window.scrollTo(0, scroll);
+    if (unnumbered) numberFramingsFromExpansion(d);
+    if (state.focusAt !== null && state.view === 'transcript' && state.transcript) {
+      const point = main.querySelector('[data-testid="fork-point"][data-at="' + state.focusAt + '"]');
+      state.focusAt = null;
+      if (point) flash(point);
+    }
   }
 
   function renderWelcome() {
@@ -418,9 +598,42 @@
         el('div', { class: 'muted small' },
           el('span', { text: 'created ' + fmtTime(d.created_at) }), ' · ',
           el('span', { text: 'updated ' + fmtTime(d.updated_at) }), ' · ',
-          el('span', { 'data-testid': 'session-version', text: 'version ' + (d.version ?? '–') }))),
+          el('span', { 'data-testid': 'session-version', text: 'version ' + (d.version ?? '–') })),
+        renderForkInfo(d)),
       el('button', { type: 'button', class: 'btn btn-danger', id: 'delete-session', 'data-testid': 'delete-session',
         onclick: () => deleteSession(d.id), text: 'Delete session' }));
+  }
+
+  const forksOf = (id) => state.sessions.filter((s) => s.fork && s.fork.from != null && String(s.fork.from) === String(id));
+  const forkAt = (f) => Math.max(0, Math.floor(Number(f.at) || 0));
+
+  // renderForkInfo says where a fork comes from (its origin and the divergence point, in either
+  // session) and which forks this session has.
+  function renderForkInfo(d) {
+    const out = [];
+    if (d.fork && d.fork.from != null) {
+      const from = String(d.fork.from);
+      const at = forkAt(d.fork);
+      const listed = state.sessions.some((s) => String(s.id) === from);
+      out.push(el('div', { class: 'fork-line', 'data-testid': 'fork-origin' },
+        el('span', { class: 'fork-icon', text: '↳' }),
+        'Fork of ', sessionLink(from, null, { class: 'mono', 'data-testid': 'fork-origin-link' }),
+        state.listLoaded && !listed ? el('span', { class: 'muted', text: ' (no longer listed)' }) : null,
+        ', diverging after ' + plural(at, 'transcript message') + ' in common: ',
+        el('button', { type: 'button', class: 'link', 'data-testid': 'fork-divergence', onclick: () => select(d.id, at), text: 'show the point here' }),
+        listed ? [' · ', sessionLink(from, at, { class: 'link', 'data-testid': 'fork-origin-point' }, 'in ' + from)] : null));
+    }
+    const forks = forksOf(d.id);
+    if (forks.length) {
+      out.push(el('div', { class: 'fork-line', 'data-testid': 'session-forks' },
+        el('span', { class: 'fork-icon', text: '↳' }), plural(forks.length, 'fork') + ': ',
+        forks.map((f, i) => [i ? ', ' : '',
+          sessionLink(String(f.id), null, { class: 'mono', 'data-testid': 'fork-link' }),
+          el('span', { class: 'muted', text: ' (' }),
+          sessionLink(d.id, forkAt(f.fork), { class: 'link', title: 'where ' + f.id + ' diverged, in this transcript' }, 'after ' + plural(forkAt(f.fork), 'message')),
+          el('span', { class: 'muted', text: ')' })])));
+    }
+    return out;
   }
 
   function renderSummary(d) {
@@ -474,6 +687,132 @@
     return u.input > 0 ? (u.cached_input || 0) / u.input : NaN;
   }
 
+  // ---------- the framing ----------
+
+  // renderFraming shows the agent's current framing (its system and developer messages, which
+  // are not part of the context), folded until asked for.
+  function renderFraming(d) {
+    const fr = d.framing;
+    const version = currentFramingVersion(d);
+    const det = el('details', { class: 'card framing', id: 'framing', 'data-testid': 'framing', open: state.framingOpen },
+      el('summary', { 'data-testid': 'framing-toggle' },
+        el('span', { class: 'framing-title', text: 'Framing' }),
+        el('span', { class: 'muted small', text: ' · ' + (fr.length ? plural(fr.length, 'message') + ' · ' + fmtInt(sumTokens(fr)) + ' tokens' : 'none')
+          + (version ? ' · version ' + version : '') + ' · the agent’s current system and developer messages, sent before the context' })),
+      fr.length
+        ? el('ol', { class: 'messages nested' }, fr.map((m, i) => el('li', {}, renderMessage(m, 'f', i))))
+        : el('p', { class: 'muted small', text: 'The agent sends no system or developer message.' }));
+    det.addEventListener('toggle', () => { state.framingOpen = det.open; });
+    return det;
+  }
+
+  // The framing version of the last framing mark of the context, when it is known.
+  function currentFramingVersion(d) {
+    const ctx = Array.isArray(d.context) ? d.context : [];
+    for (let i = ctx.length - 1; i >= 0; i--) {
+      if (ctx[i].kind === 'framing') return ctx[i].ref ? state.framingVersions.get(ctx[i].ref) : undefined;
+    }
+    return undefined;
+  }
+
+  // Framing versions are numbered 1, 2… in tree order (the order of the expansion); a mark
+  // with no node (the framing was removed) is not a version. numberFramings numbers the marks
+  // of the tree as far as it is known: counting marks in order holds until a consolidated
+  // message whose originals are not fetched (it may hold marks), and starts again at any mark
+  // already numbered. It returns how many marks stay unnumbered.
+  function numberFramings(d) {
+    const known = state.framingVersions;
+    let count = 0;
+    let exact = true;
+    let unknown = 0;
+    const walk = (layer) => {
+      for (const m of layer) {
+        if (!m || !m.ref) continue;
+        if (m.kind === 'framing') {
+          if (known.has(m.ref)) {
+            count = known.get(m.ref);
+            exact = true;
+          } else if (exact) {
+            known.set(m.ref, ++count);
+          } else {
+            unknown++;
+          }
+        } else if (m.kind !== 'branch') { // a branch holds an answer, never a mark
+          const kids = state.nodes.get(m.ref);
+          if (kids) walk(kids); else exact = false;
+        }
+      }
+    };
+    walk(Array.isArray(d.context) ? d.context : []);
+    return unknown;
+  }
+
+  // numberFramingsFromExpansion numbers the rest from the expansion (fetched once per session
+  // version; versions, once numbered, never change): the expansion numbers every framing
+  // version's messages, and a mark's messages stand in it right after the originals of the
+  // message before the mark, and right before those of the message after it.
+  function numberFramingsFromExpansion(d) {
+    const tr = state.transcript;
+    if (tr) {
+      const E = tr.messages;
+      const index = new Map();
+      E.forEach((m, i) => { if (m && m.id) index.set(m.id, i); });
+      // The known tree in order: {at: index in E} for a message found there, {mark} for an
+      // unopened node, {} for what E lacks (it may be older than the context).
+      const stream = [];
+      const flatten = (layer) => {
+        for (const m of layer) {
+          if (!m) continue;
+          if (!m.ref) {
+            if (m.id && index.has(m.id)) stream.push({ at: index.get(m.id) });
+            else if (m.kind !== 'framing' && m.kind !== 'branch') stream.push({}); // a mark with no node adds nothing to E
+            continue;
+          }
+          const kids = state.nodes.get(m.ref);
+          if (!kids) {
+            stream.push({ mark: m });
+            continue;
+          }
+          if (m.kind === 'framing' && kids[0] && index.has(kids[0].id)) {
+            const v = E[index.get(kids[0].id)].framing;
+            if (v > 0) state.framingVersions.set(m.ref, v);
+          }
+          flatten(kids);
+        }
+      };
+      flatten(Array.isArray(d.context) ? d.context : []);
+      stream.forEach((item, k) => {
+        const m = item.mark;
+        if (!m || m.kind !== 'framing' || state.framingVersions.has(m.ref)) return;
+        const prev = stream[k - 1];
+        const next = stream[k + 1];
+        let v = prev && prev.at !== undefined ? (E[prev.at + 1] || {}).framing : k === 0 ? (E[0] || {}).framing : undefined;
+        if (!(v > 0) && next && next.at !== undefined) v = (E[next.at - 1] || {}).framing;
+        if (v > 0) state.framingVersions.set(m.ref, v);
+      });
+    }
+    if (numberFramings(d) === 0) {
+      if (tr) renderDetailSoon();
+      return;
+    }
+    if (state.framingTried === d.version) return; // the expansion could not tell
+    state.framingTried = d.version;
+    const id = state.selected;
+    loadTranscript().then(() => { if (state.selected === id) renderDetailSoon(); }, () => {});
+  }
+
+  // renderDetailSoon re-renders once the current rendering is done (numbering marks may ask
+  // for it while a node is being painted).
+  let renderQueued = false;
+  function renderDetailSoon() {
+    if (renderQueued) return;
+    renderQueued = true;
+    setTimeout(() => {
+      renderQueued = false;
+      renderDetail();
+    }, 0);
+  }
+
   // ---------- context and transcript ----------
 
   function renderContextCard(d) {
@@ -491,8 +830,7 @@
       body = tr
         ? el('div', {},
           el('p', { class: 'muted small hint', text: 'Every consolidated message expanded recursively: the original transcript, in order (' + plural(tr.messages.length, 'message') + ', ' + fmtInt(sumTokens(tr.messages)) + ' tokens).' }),
-          el('ol', { class: 'messages', id: 'transcript', 'data-testid': 'transcript' },
-            tr.messages.map((m, i) => el('li', {}, renderMessage(m, 'x', i)))))
+          el('ol', { class: 'messages', id: 'transcript', 'data-testid': 'transcript' }, transcriptItems(d, tr.messages)))
         : el('p', { class: 'muted', text: 'Loading the transcript…' });
     } else {
       body = ctx.length
@@ -506,6 +844,51 @@
           el('span', { class: 'count', text: state.view === 'context' ? String(ctx.length) : '' })),
         tabs),
       body);
+  }
+
+  // A transcript message is one the agent sent or received: raw, not a framing version, not a
+  // regenerated answer. Forks count their divergence point in these.
+  const isTranscript = (m) => (m.kind || 'raw') === 'raw' && !(m.framing > 0) && !m.regenerated;
+
+  // transcriptItems lists the expansion with the divergence points of this session and of its
+  // forks between the messages: after the Nth transcript message.
+  function transcriptItems(d, msgs) {
+    const points = new Map();
+    const add = (at, ...content) => {
+      if (!points.has(at)) points.set(at, []);
+      points.get(at).push(el('div', { class: 'fork-point-line' }, content));
+    };
+    if (d.fork && d.fork.from != null) {
+      const at = forkAt(d.fork);
+      add(at, 'This fork diverges from ', sessionLink(String(d.fork.from), at, { class: 'mono' }),
+        ' here: the ' + plural(at, 'transcript message') + ' above are shared.');
+    }
+    for (const f of forksOf(d.id)) {
+      const at = forkAt(f.fork);
+      add(at, sessionLink(String(f.id), null, { class: 'mono' }), ' diverged from this session here, after ' + plural(at, 'transcript message') + '.');
+    }
+    if (state.focusAt !== null && !points.has(state.focusAt)) add(state.focusAt, 'Divergence point: after ' + plural(state.focusAt, 'transcript message') + '.');
+    const divider = (at) => {
+      const content = points.get(at);
+      points.delete(at);
+      return el('li', { class: 'fork-point', 'data-testid': 'fork-point', 'data-at': at }, el('span', { class: 'fork-icon', text: '↳' }), el('div', {}, content));
+    };
+    const items = [];
+    let n = 0;
+    if (points.has(0)) items.push(divider(0));
+    msgs.forEach((m, i) => {
+      items.push(el('li', {}, renderMessage(m, 'x', i)));
+      if (m && isTranscript(m) && points.has(++n)) items.push(divider(n));
+    });
+    for (const at of [...points.keys()].sort((a, b) => a - b)) items.push(divider(at)); // past the end
+    return items;
+  }
+
+  function flash(node) {
+    node.scrollIntoView({ behavior: 'smooth', block: 'center' });
+    node.classList.remove('flash');
+    void node.offsetWidth;
+    node.classList.add('flash');
   }
 
   async function setView(view) {
@@ -531,8 +914,10 @@
   function renderMessage(m, parentKey, index) {
     const kind = kindOf(m);
     const key = parentKey + '/' + (m.id || '#' + index);
+    if (kind === 'framing' || kind === 'branch') return renderMark(m, kind, key);
+    const raw = renderRaw(m.origin, key);
     const art = el('article', {
-      class: 'msg k-' + kind, 'data-testid': 'message',
+      class: 'msg k-' + kind + (m.regenerated ? ' superseded' : ''), 'data-testid': 'message',
       'data-id': m.id || '', 'data-kind': m.kind || '', 'data-role': m.role || '',
     },
     el('header', { class: 'msg-head' },
@@ -540,19 +925,93 @@
       el('span', { class: 'role role-' + roleClass(m.role), 'data-testid': 'role', text: m.role || '?' }),
       m.id ? el('span', { class: 'msg-id mono', title: 'message id', text: m.id }) : null,
       m.tool_call_id ? el('span', { class: 'muted small mono', title: 'answers the tool call', text: '↳ ' + m.tool_call_id }) : null,
+      m.framing > 0 ? el('span', { class: 'badge badge-framing', 'data-testid': 'framing-version', title: 'a message of framing version ' + m.framing, text: 'framing v' + m.framing }) : null,
+      m.regenerated ? el('span', { class: 'badge badge-regenerated', 'data-testid': 'regenerated', title: 'an answer that was generated again; the agent no longer sees it', text: 'regenerated' }) : null,
       el('span', { class: 'spacer' }),
+      raw ? raw.head : null,
       m.ref ? el('span', { class: 'ref mono', title: 'archive node of the originals', text: m.ref }) : null,
       el('span', { class: 'tokens', 'data-testid': 'tokens', title: 'tokens', text: fmtInt(m.tokens) + ' tok' })),
     renderContent(m.content, key),
+    renderParts(m.parts),
     renderToolCalls(m.tool_calls),
+    raw ? raw.body : null,
     renderKnowledge(m.knowledge, key),
     renderTrace(m.trace, key),
     m.ref ? renderNode(m.ref, key) : null);
     return art;
   }
 
+  // renderMark draws a framing mark (the framing changed here; it opens that version) or a
+  // branch mark (an answer was regenerated here; it opens the earlier answer). Neither is ever
+  // sent to a model.
+  function renderMark(m, kind, key) {
+    const version = kind === 'framing' && m.ref ? state.framingVersions.get(m.ref) : undefined;
+    const vname = version ? 'version ' + version : 'this version';
+    const label = kind === 'branch' ? 'regenerated answer'
+      : m.ref ? 'framing changed' + (version ? ' (version ' + version + ')' : '') : 'framing removed';
+    const hint = kind === 'branch' ? 'The answer here was generated again; the earlier one is kept beneath.'
+      : m.ref ? 'The agent’s system and developer messages changed here; ' + vname + ' took effect from this point.'
+        : 'The agent stopped sending system and developer messages here.';
+    return el('article', {
+      class: 'msg mark k-' + kind, 'data-testid': 'message',
+      'data-id': m.id || '', 'data-kind': m.kind || '', 'data-role': m.role || '', 'data-version': version || null,
+    },
+    el('header', { class: 'msg-head' },
+      kindBadge(kind),
+      el('span', { class: 'mark-label', 'data-testid': 'mark-label', text: label }),
+      m.id ? el('span', { class: 'msg-id mono', title: 'message id', text: m.id }) : null,
+      el('span', { class: 'spacer' }),
+      m.ref ? el('span', { class: 'ref mono', title: kind === 'branch' ? 'archive node of the earlier answer' : 'archive node of the version', text: m.ref }) : null,
+      el('span', { class: 'tokens muted', title: 'a mark is never sent to a model', text: 'not sent' })),
+    el('div', { class: 'mark-hint muted small', title: m.content || null, text: hint }),
+    m.ref ? renderNode(m.ref, key, kind === 'branch'
+      ? { open: 'Show the earlier answer', hide: 'Hide the earlier answer', what: 'Earlier answer' }
+      : { open: 'Show ' + vname, hide: 'Hide ' + vname, what: version ? 'Framing version ' + version : 'Framing version' }) : null);
+  }
+
   function roleClass(role) {
-    return ['system', 'user', 'assistant', 'tool'].includes(role) ? role : 'other';
+    return ['system', 'developer', 'user', 'assistant', 'tool'].includes(role) ? role : 'other';
+  }
+
+  // renderRaw gives, for a message with an origin, its wire format and a toggle (in the header)
+  // and the exact text the client sent (below), shown as text, never parsed or re-indented.
+  function renderRaw(origin, key) {
+    if (!origin || typeof origin !== 'object' || (!origin.format && typeof origin.raw !== 'string')) return null;
+    const rkey = key + '#raw';
+    const hasRaw = typeof origin.raw === 'string' && origin.raw !== '';
+    const pre = hasRaw ? el('pre', { class: 'raw mono', 'data-testid': 'raw', text: origin.raw }) : null;
+    const format = el('span', { class: 'origin mono', 'data-testid': 'origin-format', title: 'the wire format the message arrived in', text: origin.format || 'unknown format' });
+    if (!hasRaw) return { head: format, body: null };
+    const open = state.raws.has(rkey);
+    pre.hidden = !open;
+    const btn = el('button', {
+      type: 'button', class: 'link raw-toggle' + (open ? ' active' : ''), 'data-testid': 'raw-toggle', 'aria-expanded': String(open),
+      title: 'the exact JSON the client sent (' + fmtInt(origin.raw.length) + ' characters)', text: 'raw',
+    });
+    btn.addEventListener('click', () => {
+      const now = !state.raws.has(rkey);
+      if (now) state.raws.add(rkey); else state.raws.delete(rkey);
+      pre.hidden = !now;
+      btn.classList.toggle('active', now);
+      btn.setAttribute('aria-expanded', String(now));
+    });
+    return { head: [format, btn], body: pre };
+  }
+
+  // renderParts labels the content that is not text (images, audio, files): its type and media
+  // type, never the bytes themselves.
+  function renderParts(parts) {
+    if (!Array.isArray(parts) || parts.length === 0) return null;
+    return el('div', { class: 'parts' }, parts.map((p) => {
+      p = p || {};
+      const label = '[' + [p.type || 'part', p.media_type, p.name].filter((x) => typeof x === 'string' && x).join(' ') + ']';
+      const about = [];
+      if (typeof p.url === 'string' && p.url) about.push(p.url.startsWith('data:') ? 'inline data URL, ' + fmtInt(p.url.length) + ' characters' : p.url);
+      if (typeof p.data === 'string' && p.data) about.push('about ' + fmtInt(Math.floor(p.data.length * 3 / 4)) + ' bytes inline');
+      if (p.file_id) about.push('file ' + p.file_id);
+      if (p.detail) about.push('detail ' + p.detail);
+      return el('span', { class: 'part mono', 'data-testid': 'part', 'data-type': p.type || '', title: about.join(' · ') || null, text: label });
+    }));
   }
 
   function renderContent(text, key) {
@@ -638,7 +1097,8 @@
 
   // renderNode draws the button that opens a consolidated message's node and, when open, the
   // node's children, fetched once from /nodes/{ref} and kept for the session.
-  function renderNode(ref, key) {
+  function renderNode(ref, key, labels) {
+    const l = labels || { open: 'Open originals', hide: 'Hide originals', what: 'Node' };
     const nkey = key + '@' + ref;
     const wrap = el('div', { class: 'node' });
     const btn = el('button', { type: 'button', class: 'btn btn-node', 'data-testid': 'open-node', 'data-ref': ref });
@@ -650,7 +1110,7 @@
       const kids = state.nodes.get(ref);
       btn.replaceChildren();
       append(btn, [el('span', { class: 'caret', text: open ? '▾' : '▸' }),
-        (open ? 'Hide originals' : 'Open originals') + ' ',
+        (open ? l.hide : l.open) + ' ',
         el('span', { class: 'mono muted', text: ref }),
         kids ? el('span', { class: 'muted', text: ' · ' + plural(kids.length, 'message') }) : null]);
       btn.setAttribute('aria-expanded', String(open));
@@ -661,8 +1121,16 @@
         box.append(el('p', { class: 'muted small loading', text: 'Loading ' + ref + '…' }));
         return;
       }
+      // The node may hold framing marks, and knowing it may number marks after it: number
+      // what can be, and redraw only when a number was found (numbers only ever get added).
+      if (state.detail) {
+        const before = state.framingVersions.size;
+        const unknown = numberFramings(state.detail);
+        if (state.framingVersions.size > before) renderDetailSoon();
+        else if (unknown) numberFramingsFromExpansion(state.detail);
+      }
       box.append(el('div', { class: 'children-head muted small' },
-        'Node ', el('span', { class: 'mono', text: ref }),
+        l.what + ' ', el('span', { class: 'mono', text: ref }),
         ' · ' + plural(kids.length, 'message') + ' · ' + fmtInt(sumTokens(kids)) + ' tokens'));
       box.append(el('ol', { class: 'messages nested' }, kids.map((m, i) => el('li', {}, renderMessage(m, nkey, i)))));
       sizeBars(box);
@@ -721,11 +1189,7 @@
 
   function reveal(id) {
     const node = document.querySelector('#context [data-id="' + CSS.escape(id) + '"]');
-    if (!node) return;
-    node.scrollIntoView({ behavior: 'smooth', block: 'center' });
-    node.classList.remove('flash');
-    void node.offsetWidth;
-    node.classList.add('flash');
+    if (node) flash(node);
   }
 
   function renderStackLog(d) {
@@ -799,6 +1263,19 @@
     $('forget-key').addEventListener('click', onForgetKey);
     $('forget-key').hidden = !state.key;
     $('session-filter').addEventListener('input', renderSessions);
+    $('session-filter').addEventListener('keydown', (ev) => {
+      if (ev.key === 'Escape' && ev.target.value) {
+        ev.target.value = '';
+        renderSessions();
+      }
+    });
+    // "/" jumps to the search box from anywhere but a text field.
+    document.addEventListener('keydown', (ev) => {
+      const t = ev.target;
+      if (ev.key !== '/' || ev.ctrlKey || ev.metaKey || ev.altKey || (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)))) return;
+      ev.preventDefault();
+      $('session-filter').focus();
+    });
     $('auto-refresh').addEventListener('change', () => { if ($('auto-refresh').checked) refresh(false); });
     window.addEventListener('hashchange', route);
     document.addEventListener('visibilitychange', () => { if (!document.hidden) tick(); });
