@@ -3,13 +3,10 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/httpretry"
 )
 
 // statusOverloaded is Anthropic's status for an endpoint that is overloaded.
@@ -37,19 +34,7 @@ type StatusError struct {
 // Code maps Status to an error code: EUNAUTHORIZED for 401, EFORBIDDEN for 403, EUNAVAILABLE
 // for the statuses worth retrying (408, 409, 429, 5xx, 529) and anything unexpected, and
 // EINVALID for every other 4xx.
-func (e *StatusError) Code() string {
-	switch {
-	case e.Status == http.StatusUnauthorized:
-		return hippocam.EUNAUTHORIZED
-	case e.Status == http.StatusForbidden:
-		return hippocam.EFORBIDDEN
-	case retryableStatus(e.Status):
-		return hippocam.EUNAVAILABLE
-	case e.Status >= 400 && e.Status < 500:
-		return hippocam.EINVALID
-	}
-	return hippocam.EUNAVAILABLE
-}
+func (e *StatusError) Code() string { return httpretry.Code(e.Status) }
 
 // Error returns the same text as the *hippocam.Error it unwraps to.
 func (e *StatusError) Error() string { return e.Unwrap().Error() }
@@ -61,61 +46,23 @@ func (e *StatusError) Unwrap() error {
 	if e.Status == statusOverloaded {
 		text = "Overloaded"
 	}
-	msg := fmt.Sprintf("model endpoint answered %d %s", e.Status, text)
-	if e.Attempts > 1 {
-		msg += fmt.Sprintf(" after %d attempts", e.Attempts)
-	}
-	if m := e.Body.Error.Message; m != "" {
-		msg += ": " + m
-	}
-	return &hippocam.Error{Code: e.Code(), Message: msg}
+	return httpretry.Refused(e.Status, text, e.Attempts, e.Body.Error.Message)
 }
 
 // UpstreamStatus returns the provider's HTTP status and the wait it asked for, so that a proxy
 // can answer its own client with the same status and Retry-After without importing this package.
 func (e *StatusError) UpstreamStatus() (int, time.Duration) { return e.Status, e.RetryAfter }
 
-// retryableStatus reports whether an attempt that got status may succeed when repeated.
-func retryableStatus(status int) bool {
-	switch status {
-	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
-		return true
-	}
-	return status >= 500 && status <= 599
-}
-
-// newStatusError reads the error answer resp whose body is body.
-func newStatusError(resp *http.Response, body []byte, now time.Time) *StatusError {
+// newStatusError reads the error answer resp whose body is body, which ended attempt number
+// attempts.
+func newStatusError(resp *http.Response, body []byte, attempts int, now time.Time) *StatusError {
 	return &StatusError{
 		Status:     resp.StatusCode,
-		RetryAfter: retryAfter(resp.Header, now),
+		RetryAfter: httpretry.RetryAfter(resp.Header, now),
 		Body:       parseErrorBody(body),
+		Attempts:   attempts,
 		RequestID:  resp.Header.Get("Request-Id"),
 	}
-}
-
-// retryAfter reads the wait a server asks for: retry-after-ms, else retry-after as seconds or
-// as an HTTP date. Zero when absent, unreadable or in the past.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // maxErrorText bounds how much of a non-JSON error body becomes the message.

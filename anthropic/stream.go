@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/httpretry"
 )
 
 // Stream sends req as a streamed Messages request, calls onText with every piece of text as it
@@ -29,7 +28,7 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(
 	var asm *assembler
 	err = c.do(ctx, &exchange{
 		op: "messages stream", body: body, role: roleOf(req), accept: "text/event-stream",
-		read: func(resp *http.Response, a *attempt) error {
+		read: func(resp *http.Response, a *httpretry.Attempt) error {
 			asm = &assembler{onText: onText}
 			return readEvents(resp.Body, a, asm)
 		},
@@ -43,67 +42,35 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(
 // readEvents reads the server-sent events of body and gives each to asm, until message_stop or
 // the end of the body. Failures before any text reached the caller are transient; after it
 // they are EUNAVAILABLE, like malformed events.
-func readEvents(body io.Reader, a *attempt, asm *assembler) error {
-	lr := &io.LimitedReader{R: body, N: maxStreamBytes + 1}
-	br := bufio.NewReaderSize(lr, 64<<10)
-	var data bytes.Buffer
-	hasData := false
+func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 	fail := func(err error) error {
 		if asm.texts == 0 {
-			return transient{err}
+			return httpretry.Transient{Err: err}
 		}
 		return err
 	}
-	dispatch := func() error {
-		if !hasData {
-			return nil
-		}
-		hasData = false
-		defer data.Reset()
+	event := func(data []byte) (done bool, err error) {
 		var ev Event
-		if err := json.Unmarshal(data.Bytes(), &ev); err != nil {
-			return unreadable(fmt.Sprintf("stream event %d: %v", asm.events+1, err))
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return false, unreadable(fmt.Sprintf("stream event %d: %v", asm.events+1, err))
 		}
 		if ev.Type == EventError {
 			msg := "an error event"
 			if ev.Error != nil {
 				msg = ev.Error.Type + ": " + ev.Error.Message
 			}
-			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", msg))
+			return false, fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", msg))
 		}
-		return asm.add(&ev)
+		err = asm.add(&ev)
+		return asm.stopped, err
 	}
-	for {
-		line, rerr := br.ReadBytes('\n')
-		a.touch()
-		if lr.N <= 0 {
-			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint streamed over %d MiB", maxStreamBytes>>20)
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 && rerr == nil {
-			if err := dispatch(); err != nil || asm.stopped {
-				return err
-			}
-			continue
-		}
-		if field, value, ok := bytes.Cut(line, []byte(":")); ok && string(field) == "data" {
-			if hasData {
-				data.WriteByte('\n')
-			}
-			data.Write(bytes.TrimPrefix(value, []byte(" ")))
-			hasData = true
-		}
-		if rerr == nil {
-			continue
-		}
-		if err := dispatch(); err != nil || asm.stopped {
-			return err
-		}
+	end := func(rerr error) error {
 		if rerr != io.EOF {
-			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.explain(rerr)))
+			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.Explain(rerr)))
 		}
 		return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before message_stop"))
 	}
+	return httpretry.ReadEvents(body, a, maxStreamBytes, event, end)
 }
 
 // assembler builds the whole answer from a stream's events.

@@ -8,36 +8,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/httpretry"
 	"github.com/hippocam/hippocam/openai/wire"
-)
-
-// Log keys.
-const (
-	logOp      = "op"
-	logRole    = "role"
-	logAttempt = "attempt"
-	logStatus  = "status"
-	logWait    = "wait"
-	logError   = "error"
 )
 
 // Client is a hippocam.Model backed by one OpenAI-compatible endpoint. It is safe for
 // concurrent use.
 type Client struct {
-	cfg  Config
-	base string // BaseURL without its trailing slash
-	http *http.Client
-	log  *slog.Logger
+	cfg   Config
+	base  string // BaseURL without its trailing slash
+	http  *http.Client
+	log   *slog.Logger
+	retry httpretry.Policy
 }
 
 var _ hippocam.Model = (*Client)(nil)
@@ -54,6 +43,8 @@ func New(cfg Config) (*Client, error) {
 		base: strings.TrimRight(cfg.BaseURL, "/"),
 		http: cfg.HTTPClient,
 		log:  cfg.Logger,
+		retry: httpretry.Policy{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinBackoff,
+			MaxBackoff: cfg.MaxBackoff, Timeout: cfg.Timeout},
 	}, nil
 }
 
@@ -73,7 +64,7 @@ func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam
 	err = c.do(ctx, &exchange{
 		op: "chat completion", method: http.MethodPost, path: "/chat/completions",
 		body: body, role: roleOf(req), accept: "application/json",
-		read: func(resp *http.Response, _ *attempt) (err error) {
+		read: func(resp *http.Response, _ *httpretry.Attempt) (err error) {
 			raw, err = readBody(resp.Body)
 			return err
 		},
@@ -90,7 +81,7 @@ func (c *Client) ListModels(ctx context.Context) ([]byte, error) {
 	var raw []byte
 	err := c.do(ctx, &exchange{
 		op: "list models", method: http.MethodGet, path: "/models", accept: "application/json",
-		read: func(resp *http.Response, _ *attempt) (err error) {
+		read: func(resp *http.Response, _ *httpretry.Attempt) (err error) {
 			raw, err = readBody(resp.Body)
 			return err
 		},
@@ -216,16 +207,7 @@ func unreadable(detail string) error {
 }
 
 // readBody reads a whole answer of at most maxResponseBytes. A failed read is transient.
-func readBody(r io.Reader) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, maxResponseBytes+1))
-	if err != nil {
-		return nil, transient{err}
-	}
-	if len(b) > maxResponseBytes {
-		return nil, hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint sent an answer over %d MiB", maxResponseBytes>>20)
-	}
-	return b, nil
-}
+func readBody(r io.Reader) ([]byte, error) { return httpretry.ReadBody(r, maxResponseBytes) }
 
 // exchange is one logical request, sent once per attempt.
 type exchange struct {
@@ -235,93 +217,25 @@ type exchange struct {
 	body   []byte
 	role   hippocam.CallRole // "" sends no role header
 	accept string
-	// read consumes a 2xx answer. Errors wrapped in transient let the attempt be repeated.
-	read func(resp *http.Response, a *attempt) error
-}
-
-// transient marks an error after which the attempt may be repeated.
-type transient struct{ err error }
-
-func (t transient) Error() string { return t.err.Error() }
-func (t transient) Unwrap() error { return t.err }
-
-// errAttemptTimeout is the cause with which an attempt's context ends when Timeout passes.
-var errAttemptTimeout = errors.New("attempt timed out")
-
-// attempt is the state of one try: its context ends when the parent's does, or when the
-// timeout passes without touch being called.
-type attempt struct {
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	timer   *time.Timer
-	timeout time.Duration
-}
-
-// touch restarts the attempt's timeout.
-func (a *attempt) touch() { a.timer.Reset(a.timeout) }
-
-// explain adds to err that the attempt timed out, if it did.
-func (a *attempt) explain(err error) error {
-	if context.Cause(a.ctx) == errAttemptTimeout {
-		return fmt.Errorf("no progress within %v: %w", a.timeout, err)
-	}
-	return err
+	// read consumes a 2xx answer. Errors wrapped in httpretry.Transient let the attempt be
+	// repeated.
+	read func(resp *http.Response, a *httpretry.Attempt) error
 }
 
 // do sends x until an attempt succeeds, the failure is permanent, the retries are spent or ctx
-// ends.
+// ends (see httpretry.Do).
 func (c *Client) do(ctx context.Context, x *exchange) error {
-	for n := 1; ; n++ {
-		err := c.try(ctx, x)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return cancelled(ctx, x.op)
-		}
-		var se *StatusError
-		var tr transient
-		switch {
-		case errors.As(err, &se):
-			se.Attempts = n
-			if !retryableStatus(se.Status) || n > c.cfg.MaxRetries {
-				return se
-			}
-		case errors.As(err, &tr):
-			if n > c.cfg.MaxRetries {
-				msg := "model endpoint unreachable"
-				if n > 1 {
-					msg += fmt.Sprintf(" after %d attempts", n)
-				}
-				return fmt.Errorf("%w: %w", &hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: msg}, tr.err)
-			}
-		default:
-			return err
-		}
-		wait := c.backoff(n, se)
-		c.log.Warn("model request failed, retrying", logOp, x.op, logRole, string(x.role),
-			logAttempt, n, logStatus, statusOf(se), logWait, wait, logError, err)
-		if sleep(ctx, wait) != nil {
-			return cancelled(ctx, x.op)
-		}
-	}
+	return httpretry.Do[*StatusError](ctx, c.retry, c.log, x.op, string(x.role),
+		func(a *httpretry.Attempt) error { return c.try(a, x) })
 }
 
-// try makes one attempt. Failures before a 2xx answer are *StatusError or transient.
-func (c *Client) try(ctx context.Context, x *exchange) error {
-	actx, cancel := context.WithCancelCause(ctx)
-	a := &attempt{ctx: actx, cancel: cancel, timeout: c.cfg.Timeout}
-	a.timer = time.AfterFunc(a.timeout, func() { cancel(errAttemptTimeout) })
-	defer func() {
-		a.timer.Stop()
-		cancel(nil)
-	}()
-
+// try makes attempt a of x. Failures before a 2xx answer are *StatusError or transient.
+func (c *Client) try(a *httpretry.Attempt, x *exchange) error {
 	var body io.Reader
 	if x.body != nil {
 		body = bytes.NewReader(x.body)
 	}
-	req, err := http.NewRequestWithContext(actx, x.method, c.base+x.path, body)
+	req, err := http.NewRequestWithContext(a.Context(), x.method, c.base+x.path, body)
 	if err != nil {
 		return hippocam.Errorf(hippocam.EINVALID, "openai: %s: %v", x.op, err)
 	}
@@ -335,66 +249,19 @@ func (c *Client) try(ctx context.Context, x *exchange) error {
 	if x.role != "" {
 		req.Header.Set(hippocam.RoleHeader, string(x.role))
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return transient{a.explain(err)}
-	}
-	defer func() {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-	}()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-		return newStatusError(resp, b, time.Now())
-	}
-	if err := x.read(resp, a); err != nil {
-		var tr transient
-		if errors.As(err, &tr) {
-			return transient{a.explain(tr.err)}
-		}
-		return err
-	}
-	return nil
+	return httpretry.Send(a, c.http, req, maxResponseBytes,
+		func(resp *http.Response, b []byte) error { return newStatusError(resp, b, a.Number(), time.Now()) },
+		func(resp *http.Response) error { return x.read(resp, a) })
 }
 
-// backoff returns the wait after failed attempt n: the server's Retry-After when it gave one,
-// else MinBackoff doubled per attempt with jitter; never more than MaxBackoff.
+// backoff returns the wait after failed attempt n, which se (nil for none) ended: the server's
+// Retry-After when it gave one, else MinBackoff doubled per attempt with jitter; never more
+// than MaxBackoff. httpretry.Do computes the same wait itself; this form of it, in terms of
+// the client's own config and error, is what the package's tests check.
 func (c *Client) backoff(n int, se *StatusError) time.Duration {
-	if se != nil && se.RetryAfter > 0 {
-		return min(se.RetryAfter, c.cfg.MaxBackoff)
+	var hint time.Duration
+	if se != nil {
+		hint = se.RetryAfter
 	}
-	d := c.cfg.MinBackoff
-	for i := 1; i < n && d < c.cfg.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, c.cfg.MaxBackoff)
-	// Equal jitter: half fixed, half random, so that clients failing together spread out.
-	half := d / 2
-	return half + time.Duration(rand.Int64N(int64(d-half)+1))
-}
-
-// statusOf returns se's status, 0 for nil.
-func statusOf(se *StatusError) int {
-	if se == nil {
-		return 0
-	}
-	return se.Status
-}
-
-// sleep waits d or until ctx ends, returning ctx's error in that case.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// cancelled is the error for a request whose ctx ended: EUNAVAILABLE, and ctx.Err() in the
-// chain.
-func cancelled(ctx context.Context, op string) error {
-	return fmt.Errorf("%w: %w", hippocam.Errorf(hippocam.EUNAVAILABLE, "%s cancelled", op), ctx.Err())
+	return c.retry.Backoff(n, hint)
 }

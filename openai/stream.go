@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/httpretry"
 	"github.com/hippocam/hippocam/openai/wire"
 )
 
@@ -34,7 +34,7 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, fn func(wire
 	err = c.do(ctx, &exchange{
 		op: "chat completion stream", method: http.MethodPost, path: "/chat/completions",
 		body: body, role: roleOf(req), accept: "text/event-stream",
-		read: func(resp *http.Response, a *attempt) error {
+		read: func(resp *http.Response, a *httpretry.Attempt) error {
 			asm = &assembler{byIndex: map[int]*partialCall{}}
 			return readEvents(resp.Body, a, func(ch wire.ChatChunk) error {
 				asm.add(ch)
@@ -74,19 +74,11 @@ type streamEvent struct {
 // readEvents reads the server-sent events of body, decodes each data event as a chunk and
 // gives it to fn, until "[DONE]" or the end of the body. Read failures before the first chunk
 // are transient; after it they are EUNAVAILABLE, like malformed or error events.
-func readEvents(body io.Reader, a *attempt, fn func(wire.ChatChunk) error) error {
-	lr := &io.LimitedReader{R: body, N: maxStreamBytes + 1}
-	br := bufio.NewReaderSize(lr, 64<<10)
-	var data bytes.Buffer
-	var hasData, finished bool
+func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) error) error {
+	var finished bool
 	chunks := 0
-	dispatch := func() (done bool, err error) {
-		if !hasData {
-			return false, nil
-		}
-		hasData = false
-		ev := bytes.TrimSpace(data.Bytes())
-		defer data.Reset()
+	event := func(data []byte) (done bool, err error) {
+		ev := bytes.TrimSpace(data)
 		if string(ev) == "[DONE]" {
 			return true, nil
 		}
@@ -105,42 +97,18 @@ func readEvents(body io.Reader, a *attempt, fn func(wire.ChatChunk) error) error
 		chunks++
 		return false, fn(se.ChatChunk)
 	}
-	for {
-		line, rerr := br.ReadBytes('\n')
-		a.touch()
-		if lr.N <= 0 {
-			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint streamed over %d MiB", maxStreamBytes>>20)
-		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 && rerr == nil {
-			if done, err := dispatch(); done || err != nil {
-				return err
-			}
-			continue
-		}
-		if field, value, ok := bytes.Cut(line, []byte(":")); ok && string(field) == "data" {
-			if hasData {
-				data.WriteByte('\n')
-			}
-			data.Write(bytes.TrimPrefix(value, []byte(" ")))
-			hasData = true
-		}
-		if rerr == nil {
-			continue
-		}
-		if done, err := dispatch(); done || err != nil {
-			return err
-		}
+	end := func(rerr error) error {
 		switch {
 		case rerr != io.EOF && chunks == 0:
-			return transient{rerr}
+			return httpretry.Transient{Err: rerr}
 		case rerr != io.EOF:
-			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.explain(rerr))
+			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.Explain(rerr))
 		case !finished:
 			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before the answer was complete")
 		}
 		return nil
 	}
+	return httpretry.ReadEvents(body, a, maxStreamBytes, event, end)
 }
 
 // partialCall is a tool call being assembled from deltas.
