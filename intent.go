@@ -114,6 +114,19 @@ func (s IntentStack) Apply(ops StackOps, start string) (IntentStack, []Intent, e
 	return next, closed, nil
 }
 
+// DepthAfter returns how deep the stack would be after ops: the closures that pop from the top
+// with exact labels, as Apply takes them (up to the first that does not), then every opening.
+func (s IntentStack) DepthAfter(ops StackOps) int {
+	depth := len(s)
+	for _, c := range ops.Close {
+		if depth == 0 || c.Label != s[depth-1].Label {
+			break
+		}
+		depth--
+	}
+	return depth + len(ops.Open)
+}
+
 func (s IntentStack) index(label string) int {
 	for i, in := range s {
 		if in.Label == label {
@@ -122,5 +135,9 @@ func (s IntentStack) index(label string) int {
 	}
 	return -1
 }
+
+// SameLabel reports whether two labels name the same purpose: equal ignoring case and spacing,
+// as Apply compares them.
+func SameLabel(a, b string) bool { return normLabel(a) == normLabel(b) }
 
 func normLabel(l string) string { return strings.ToLower(strings.Join(strings.Fields(l), " ")) }

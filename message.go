@@ -41,6 +41,10 @@ const (
 	// was regenerated; its Ref holds the earlier answer. Neither is ever sent to a model.
 	KindFraming Kind = "framing"
 	KindBranch  Kind = "branch"
+	// KindRecall marks the main model's own recall and search exchanges (its calls and their
+	// results), archived beneath the memory that reinforced what the answer drew on. They are
+	// Hippocam's, not the agent's: no transcript or expansion of the conversation holds them.
+	KindRecall Kind = "recall"
 )
 
 // Hidden reports whether messages of kind k are bookkeeping that no model request carries.
@@ -70,6 +74,9 @@ func (e Evaluation) Valid() bool { return e == EvalGood || e == EvalBad || e == 
 type KnowledgeItem struct {
 	Fact       string     `json:"fact"`
 	Evaluation Evaluation `json:"evaluation"`
+	// Revises quotes the earlier statement of the same subject, in an earlier memory, that this
+	// fact replaces: revisions win visibly, so that a reader need not assume the latest wins.
+	Revises string `json:"revises,omitempty"`
 }
 
 // Message is one message of a session: in the context, or archived beneath a consolidated message.

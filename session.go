@@ -152,6 +152,11 @@ type Transcript struct {
 	FramingHash string    `json:"framing_hash,omitempty"`
 	// Fork says where the session came from, when it is a fork of another.
 	Fork *Fork `json:"fork,omitempty"`
+	// JanusCovered is the id of the last context message that the last JANUS call to answer
+	// covered (the engine's, not the agent's: it rides in this snapshot field so that every
+	// store keeps it without a column of its own). The next JANUS call reviews the messages
+	// after it, so a call that failed loses no directive. Empty: nothing reviewed yet.
+	JanusCovered string `json:"janus_covered,omitempty"`
 }
 
 // Fork records the origin of a session that continues a diverging history: the session it

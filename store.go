@@ -26,8 +26,15 @@ type Store interface {
 	FindSessions(ctx context.Context, tenant, hash string) ([]string, error)
 	// Sessions lists a tenant's sessions, most recently updated first.
 	Sessions(ctx context.Context, tenant string) ([]SessionInfo, error)
-	// DeleteSession removes a session and everything archived in it. ENOTFOUND if none.
+	// DeleteSession removes a session and everything archived in it, its search index
+	// included. ENOTFOUND if none.
 	DeleteSession(ctx context.Context, tenant, id string) error
+	// Search runs a full-text query over the original messages of the session's whole tree,
+	// context and archive at every depth, and returns at most limit hits, the message that
+	// entered the session last first (search.go says how queries and messages are read). No
+	// query is a syntax error: EINVALID only for a query with no word to search for (or too
+	// many) and for a limit below 1; ENOTFOUND if the session does not exist.
+	Search(ctx context.Context, tenant, sessionID, query string, limit int) ([]SearchHit, error)
 	// Close releases the store's resources.
 	Close() error
 }
@@ -37,6 +44,8 @@ type Store interface {
 type Archive interface {
 	Children(ctx context.Context, ref string) ([]Message, error)
 	Message(ctx context.Context, id string) (*Message, error)
+	// Search is Store.Search on the session.
+	Search(ctx context.Context, query string, limit int) ([]SearchHit, error)
 }
 
 // SessionArchive binds a Store to one session as an Archive.
@@ -53,6 +62,10 @@ func (a sessionArchive) Children(ctx context.Context, ref string) ([]Message, er
 
 func (a sessionArchive) Message(ctx context.Context, id string) (*Message, error) {
 	return a.st.Message(ctx, a.tenant, a.id, id)
+}
+
+func (a sessionArchive) Search(ctx context.Context, query string, limit int) ([]SearchHit, error) {
+	return a.st.Search(ctx, a.tenant, a.id, query, limit)
 }
 
 // Expand returns the full recursive expansion of msgs: every consolidated message is replaced,

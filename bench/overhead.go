@@ -81,7 +81,8 @@ type OverheadConfig struct {
 	SessionRequests int
 	// RecallArchived is how many raw messages the RECALL session holds in its archive, beneath
 	// three levels of memories (default 1,000,000; quick: 100,000). RecallSamples is how many
-	// timed reads of one layer each store gets (default 2,000; quick: 1,000).
+	// timed reads of one layer each store gets (default 2,000; quick: 1,000), and how many
+	// searches of each rare kind (a tenth as many for a common word).
 	RecallArchived int
 	RecallSamples  int
 	// PostgresDSN names the database for the Postgres RECALL row, measured in a fresh schema
@@ -138,6 +139,7 @@ type OverheadReport struct {
 	Proxy      []OverheadProxy    `json:"proxy"`
 	Throughput OverheadThroughput `json:"throughput"`
 	Recall     []OverheadRecall   `json:"recall"`
+	Search     []OverheadSearch   `json:"search"`
 	// Notes say what was skipped and how the figures were taken.
 	Notes     []string `json:"notes,omitempty"`
 	CPUs      int      `json:"cpus"`
@@ -200,7 +202,7 @@ type OverheadRecall struct {
 }
 
 // RunOverhead measures the proxy's added latency at each size, the throughput under concurrent
-// sessions, and RECALL on SQLite and (with a DSN) Postgres. Everything runs in this process on
+// sessions, and RECALL and search on SQLite and (with a DSN) Postgres. Everything runs in this process on
 // loopback; temporary files and the Postgres schema are removed before it returns. EINVALID for
 // a bad configuration; EUNAVAILABLE when Postgres cannot be reached; otherwise the first
 // failure of a stage, wrapped with its name.
@@ -228,29 +230,30 @@ func RunOverhead(ctx context.Context, c OverheadConfig) (*OverheadReport, error)
 		return nil, fmt.Errorf("overhead: throughput: %w", err)
 	}
 	rig.Close()
-	row, err := recallSQLite(ctx, c.RecallArchived, c.RecallSamples, prog)
+	row, search, err := recallSQLite(ctx, c.RecallArchived, c.RecallSamples, prog)
 	if err != nil {
 		return nil, fmt.Errorf("overhead: recall on sqlite: %w", err)
 	}
-	rep.Recall = append(rep.Recall, row)
+	rep.Recall, rep.Search = append(rep.Recall, row), append(rep.Search, search)
 	if c.PostgresDSN == "" {
 		rep.Notes = append(rep.Notes, "recall on postgres: skipped, no Postgres DSN given")
 	} else {
-		row, err := recallPostgres(ctx, c.PostgresDSN, c.RecallArchived, c.RecallSamples, prog)
+		row, search, err := recallPostgres(ctx, c.PostgresDSN, c.RecallArchived, c.RecallSamples, prog)
 		if err != nil {
 			return nil, fmt.Errorf("overhead: recall on postgres: %w", err)
 		}
-		rep.Recall = append(rep.Recall, row)
+		rep.Recall, rep.Search = append(rep.Recall, row), append(rep.Search, search)
 	}
 	rep.Notes = append(rep.Notes,
 		"proxy: sessions prebuilt in the SQLite store with the transcript the proxy records; each sample resends the whole history plus one user message, bare and Hippocam in alternating order",
 		"upstream: the simulated model (sim) on a loopback HTTP server, no added delay; its own serving time is included in both columns",
-		"recall: archive bulk-loaded in the stores' schema, then read through the store's Children")
+		"recall: archive bulk-loaded in the stores' schema, then read through the store's Children",
+		"search: the same archive, each leaf holding a key of its own and a tag shared by one leaf in 1,000; queries through the store's Search for the latest 9 hits")
 	rep.Seconds = roundSeconds(time.Since(began))
 	return rep, nil
 }
 
-// Markdown renders the report as three tables.
+// Markdown renders the report as four tables.
 func (r *OverheadReport) Markdown() string {
 	var b strings.Builder
 	b.WriteString("| session messages | Hippocam p50 ms | Hippocam p99 ms | bare p50 ms | bare p99 ms | added p99 ms | p99 ratio |\n")
@@ -268,6 +271,12 @@ func (r *OverheadReport) Markdown() string {
 	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
 	for _, rc := range r.Recall {
 		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %.3f | %.3f |\n", rc.Store, rc.Archived, rc.Refs, rc.MeanChildren, rc.P50Ms, rc.P99Ms)
+	}
+	b.WriteString("\n| store | archived | index MB | key p50 ms | key p99 ms | tag p50 ms | tag p99 ms | common word p50 ms | common word p99 ms |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Search {
+		fmt.Fprintf(&b, "| %s | %d | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", s.Store, s.Archived, float64(s.IndexBytes)/(1<<20),
+			s.KeyP50Ms, s.KeyP99Ms, s.TagP50Ms, s.TagP99Ms, s.CommonP50Ms, s.CommonP99Ms)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n- %s", n)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,7 +76,18 @@ func TestRunOverhead(t *testing.T) {
 		}
 		sane("recall on "+r.Store, r.P50Ms, r.P99Ms)
 	}
-	for _, s := range []string{"proxy 50", "throughput hippocam", "throughput bare", "recall sqlite load", "recall sqlite"} {
+	if len(rep.Search) != len(want) {
+		t.Fatalf("%d search rows, want %v", len(rep.Search), want)
+	}
+	for i, r := range rep.Search {
+		if r.Store != want[i] || r.Archived != 5000 || r.IndexBytes <= 0 || r.Samples != DefaultRecallSamples {
+			t.Errorf("search row %+v", r)
+		}
+		sane("key search on "+r.Store, r.KeyP50Ms, r.KeyP99Ms)
+		sane("tag search on "+r.Store, r.TagP50Ms, r.TagP99Ms)
+		sane("common-word search on "+r.Store, r.CommonP50Ms, r.CommonP99Ms)
+	}
+	for _, s := range []string{"proxy 50", "throughput hippocam", "throughput bare", "recall sqlite load", "recall sqlite", "search sqlite"} {
 		if !stages[s] {
 			t.Errorf("no progress for stage %q (saw %v)", s, stages)
 		}
@@ -219,12 +231,24 @@ func checkLossless(t *testing.T, store string, load func(context.Context, int) (
 		t.Fatalf("%s: the context expands to %d messages, want %d", store, len(all), leaves)
 	}
 	last := -1
-	for _, m := range all {
+	for i, m := range all {
 		n, err := strconv.Atoi(strings.TrimPrefix(m.ID, "m"))
-		if err != nil || n <= last || m.Role != hippocam.RoleTool || m.Kind != hippocam.KindRaw || m.Content != recallLeafContent || m.Tokens != 100 {
+		if err != nil || n <= last || m.Role != hippocam.RoleTool || m.Kind != hippocam.KindRaw || m.Content != leafContent(i) || m.Tokens != 100 {
 			t.Fatalf("%s: leaf %+v after m%d", store, m, last)
 		}
 		last = n
+	}
+	// The loader filled the search index as commits do: a leaf's key finds that leaf in its
+	// layer, and a word of every leaf finds the last ones first.
+	for _, i := range []int{0, leaves / 2, leaves - 1} {
+		hits, err := st.Search(ctx, "", recallSession, fmt.Sprintf("k%d", i), 10)
+		if err != nil || len(hits) != 1 || hits[0].Message.ID != all[i].ID || hits[0].Ref == "" {
+			t.Fatalf("%s: search for leaf %d's key: %v, %+v", store, i, err, hits)
+		}
+	}
+	hits, err := st.Search(ctx, "", recallSession, "tool output", 3)
+	if err != nil || len(hits) != 3 || hits[0].Message.ID != all[leaves-1].ID || hits[2].Message.ID != all[leaves-3].ID {
+		t.Fatalf("%s: search for a common word: %v, %d hits", store, err, len(hits))
 	}
 	for _, ref := range []string{tree.refs[0], tree.refs[len(tree.refs)-1]} {
 		kids, err := st.Children(ctx, "", recallSession, ref)

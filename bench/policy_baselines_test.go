@@ -47,7 +47,7 @@ func TestPoliciesShortSession(t *testing.T) {
 				t.Error("overflow with a large window")
 			}
 			u := s.usage()
-			if u[hippocam.CallAgent].Calls != len(s.turns) || u[hippocam.CallAgent].Input == 0 {
+			if u[hippocam.CallAgent].Calls < len(s.turns) || u[hippocam.CallAgent].Input == 0 { // recall and search calls add to the steps
 				t.Errorf("agent usage %+v for %d steps", u[hippocam.CallAgent], len(s.turns))
 			}
 			if u.Total().CostUSD <= 0 {

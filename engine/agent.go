@@ -17,12 +17,23 @@ import (
 //go:embed prompts/agent.txt
 var agentPrompt string
 
+// recallSection heads the part of the main model's prompt that teaches recall and search (its
+// last section), left out by the no-recall ablation.
+const recallSection = "# Recall and search"
+
 // systemPrompt is the system message of every request: the main model's memory instructions and,
 // with SharedPrompts, the role prompts and answer formats of JANUS, PRECIP and PALIM, so that the
 // auxiliary requests, which share this prefix, end with a short instruction only.
 func (e *Engine) systemPrompt() string { return e.system }
 
-func buildSystemPrompt(shared bool) string {
+func buildSystemPrompt(shared, noRecall bool) string {
+	agentPrompt := agentPrompt
+	if noRecall {
+		// The no-recall ablation: the tools are gone, and so is what teaches them.
+		if k := strings.Index(agentPrompt, recallSection); k >= 0 {
+			agentPrompt = strings.TrimRight(agentPrompt[:k], "\n") + "\n"
+		}
+	}
 	if !shared {
 		return agentPrompt
 	}
@@ -46,10 +57,7 @@ func (st *step) agentFrame(withRecall bool) int {
 		i = 1
 	}
 	if st.frame[i] == 0 {
-		tools := st.in.Tools
-		if withRecall {
-			tools = append(append([]hippocam.Tool(nil), tools...), RecallToolSpec)
-		}
+		tools := st.agentTools(withRecall)
 		sys := append([]hippocam.Message{{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()}}, st.in.Framing...)
 		st.frame[i] = hippocam.RequestTokens(st.e.tok, sys, tools)
 	}
@@ -93,11 +101,17 @@ func (st *step) requestPrefix(end int) []hippocam.Message {
 	return msgs
 }
 
-// agentTools is the tool list of the main model's requests: the agent's own tools and recall.
+// agentTools is the tool list of the main model's requests: the agent's own tools, then recall
+// and search (search.go), which are offered together. The no-prefix ablation offers recall
+// alone: search, which is Hippocam's addition to the paper, would find what its truncation
+// dropped from view and so undo the ablation.
 func (st *step) agentTools(withRecall bool) []hippocam.Tool {
 	tools := append([]hippocam.Tool(nil), st.in.Tools...)
 	if withRecall {
 		tools = append(tools, RecallToolSpec)
+		if !st.e.cfg.Ablations.NoPrefix {
+			tools = append(tools, SearchToolSpec)
+		}
 	}
 	return tools
 }
@@ -107,7 +121,7 @@ func (st *step) agentTools(withRecall bool) []hippocam.Tool {
 func (st *step) answer(ctx context.Context) error {
 	full := map[string]string{} // recall results as first shown, before shrinking
 	var trace []hippocam.Message
-	recallOpen := true
+	recallOpen := !st.e.cfg.Ablations.NoRecall
 	for {
 		err := st.pressureControl(ctx)
 		if hippocam.ErrorCode(err) == hippocam.ECAPACITY && len(trace) > 0 && recallOpen {
@@ -136,8 +150,9 @@ func (st *step) answer(ctx context.Context) error {
 		msg.ID = st.s.NextID("m")
 		uniqueCallIDs(&msg)
 		if !withRecall || !callsRecall(&msg) {
+			shown := st.recallExchanges()
 			st.finish(msg, resp.FinishReason, trace, full)
-			return nil
+			return st.reinforce(ctx, shown)
 		}
 		msg.Tokens = hippocam.MessageTokens(st.e.tok, &msg)
 		st.transient(msg)
@@ -146,22 +161,29 @@ func (st *step) answer(ctx context.Context) error {
 	}
 }
 
-// answerRecalls answers the calls of one model answer that called recall, in order: recall calls
-// with one layer (or a page) each, other calls with a note that they were not run. Results of
-// earlier answers shrink to their listings once one of these recalls opens something.
+// answerRecalls answers the calls of one model answer that called recall or search, in order:
+// recall calls with one layer (or a page) each, search calls with their hits, other calls with a
+// note that they were not run. Results of earlier answers shrink to their listings once one of
+// these recalls opens something.
 func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full map[string]string) []hippocam.Message {
 	results := make([]hippocam.Message, len(msg.ToolCalls))
 	targets := make([]recallTarget, len(msg.ToolCalls))
+	searches := make([]searchOutcome, len(msg.ToolCalls))
 	reserve, opened := 0, false
 	for i, c := range msg.ToolCalls {
 		results[i] = hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
-		if c.Name != RecallTool {
-			results[i].Content = "Not run: a recall was made in the same answer. Call " + c.Name + " again after reading the recall result."
+		if !internalTool(c.Name) {
+			results[i].Content = "Not run: a recall or search was made in the same answer. Call " + c.Name + " again after reading its result."
 			results[i].Tokens = hippocam.MessageTokens(st.e.tok, &results[i])
 			reserve += results[i].Tokens
 			continue
 		}
-		st.res.RecallCalls++
+		st.res.RecallCalls++ // searches count too: RecallLimit bounds both
+		if c.Name == SearchTool {
+			st.res.SearchCalls++
+			searches[i] = st.search(ctx, c.Arguments)
+			continue
+		}
 		targets[i] = st.resolve(ctx, c.Arguments)
 		opened = opened || targets[i].problem == ""
 	}
@@ -170,8 +192,13 @@ func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full m
 	}
 	for i, c := range msg.ToolCalls {
 		r := &results[i]
-		if c.Name == RecallTool {
-			shown, listing := st.render(targets[i], st.recallRoom()-reserve)
+		if internalTool(c.Name) {
+			var shown, listing string
+			if c.Name == SearchTool {
+				shown, listing = st.renderSearch(searches[i], st.recallRoom()-reserve)
+			} else {
+				shown, listing = st.render(targets[i], st.recallRoom()-reserve)
+			}
 			r.Content = shown
 			r.Tokens = hippocam.MessageTokens(st.e.tok, r)
 			full[r.ID] = shown
@@ -199,9 +226,10 @@ func uniqueCallIDs(m *hippocam.Message) {
 	}
 }
 
+// callsRecall reports whether m calls recall or search, the tools the engine answers itself.
 func callsRecall(m *hippocam.Message) bool {
 	for _, c := range m.ToolCalls {
-		if c.Name == RecallTool {
+		if internalTool(c.Name) {
 			return true
 		}
 	}
@@ -256,10 +284,10 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 			trace[i].Tokens = hippocam.MessageTokens(st.e.tok, &trace[i])
 		}
 	}
-	if callsRecall(&msg) { // the model called recall although it was no longer offered
+	if callsRecall(&msg) { // the model called recall or search although they were no longer offered
 		var calls []hippocam.ToolCall
 		for _, c := range msg.ToolCalls {
-			if c.Name != RecallTool {
+			if !internalTool(c.Name) {
 				calls = append(calls, c)
 			}
 		}

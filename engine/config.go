@@ -37,6 +37,9 @@ type Config struct {
 	// Corrections bounds how often a component whose output breaks its contract is asked to
 	// repair it (quoting the validation error) before the engine gives up safely.
 	Corrections int
+	// MaxDepth bounds the intent stack: a JANUS answer that would leave more intents open is a
+	// contract violation, explained back to JANUS like any other (default DefaultMaxDepth).
+	MaxDepth int
 	// RecallLimit bounds the recall calls of one step; at the limit the model is called once
 	// more without the recall tool and must answer.
 	RecallLimit int
@@ -44,19 +47,43 @@ type Config struct {
 	Prices hippocam.Prices
 	// SharedPrompts puts the role prompts of JANUS, PRECIP and PALIM into the system message that
 	// every request shares, so that a provider's prompt cache serves them; their requests then
-	// end with a short instruction only. It costs about 1,900 tokens of every request's window,
-	// so ForWindow turns it on from W = SharedPromptsFrom tokens.
+	// end with a short instruction only. It costs about 4,500 tokens of every request's window (the
+	// four prompts with every rule of B.2), so ForWindow turns it on from W = SharedPromptsFrom.
 	SharedPrompts bool
+	// MinAnswer is the least room kept for the main model's answer (Table 5's W holds input
+	// and output): the reserve is the largest of the request's own max_tokens, MinAnswer and
+	// the quantile of the answers in context. ForWindow sets W/16, at most 4,096.
+	MinAnswer int
+	// Ablations switch parts of the method off, for the experiments of seed 000 Table 4.
+	Ablations Ablations
+}
+
+// Ablations are the switches of seed 000's ablation study (Table 4), each one part of the method
+// taken away. The zero value is the whole method.
+type Ablations struct {
+	// NoIntentConditioning sends PRECIP the closed span without the chain of intents it served.
+	NoIntentConditioning bool `json:"no_intent_conditioning,omitempty"`
+	// NoPrefix replaces prefix consolidation by truncation: under pressure the oldest eligible
+	// messages are moved to the archive beneath a bare marker, with no PALIM call; the ordinary
+	// check never folds.
+	NoPrefix bool `json:"no_prefix,omitempty"`
+	// NoRecall removes the recall and search tools and the part of the memory instructions
+	// that teaches them; consolidated messages keep their refs but nothing can open them.
+	NoRecall bool `json:"no_recall,omitempty"`
+	// FlatSummary keeps no intents and no hierarchy: JANUS is not asked, and under pressure
+	// the whole eligible prefix, earlier summaries included, is folded into one summary.
+	FlatSummary bool `json:"flat_summary,omitempty"`
 }
 
 // SharedPromptsFrom is the smallest window for which ForWindow shares the role prompts.
-const SharedPromptsFrom = 16000
+const SharedPromptsFrom = 32000
 
 // Paper defaults (Table 5) and the engine's own.
 const (
 	DefaultWindow       = 128000
 	DefaultCorrections  = 2
 	DefaultRecallLimit  = 64
+	DefaultMaxDepth     = 8
 	tailMinShare        = 0.032 // B_min / W at the paper's defaults
 	minPrefixShare      = 0.128 // T_min / W
 	minSavingShare      = 0.064 // Δmin / W
@@ -87,8 +114,10 @@ func ForWindow(w int) Config {
 		ConciseTries:  defaultConciseTries,
 		Corrections:   DefaultCorrections,
 		RecallLimit:   DefaultRecallLimit,
+		MaxDepth:      DefaultMaxDepth,
 		Prices:        hippocam.DefaultPrices,
 		SharedPrompts: w >= SharedPromptsFrom,
+		MinAnswer:     min(w/16, 4096),
 	}
 }
 
@@ -114,8 +143,12 @@ func (c *Config) Validate() error {
 		return bad("pressure threshold ρ must be within (0,1], got %g", c.Pressure)
 	case c.ConciseTries < 0 || c.Corrections < 0:
 		return bad("retry bounds must be ≥ 0")
+	case c.MaxDepth < 1:
+		return bad("intent stack depth bound must be ≥ 1, got %d", c.MaxDepth)
 	case c.RecallLimit < 0:
 		return bad("recall limit must be ≥ 0, got %d", c.RecallLimit)
+	case c.MinAnswer < 0 || c.MinAnswer >= c.Window/2:
+		return bad("answer room %d must be ≥ 0 and less than half the window", c.MinAnswer)
 	}
 	return nil
 }

@@ -111,7 +111,7 @@ var (
 	precipSchema = json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string","description":"The self-contained first-person memory that replaces the closed work."}},"required":["memory"]}`)
 	palimSchema  = json.RawMessage(`{"type":"object","properties":{` +
 		`"narrative":{"type":"string","description":"First person: what I did and what came of it, one undertaking at a time."},` +
-		`"knowledge":{"type":"array","items":{"type":"object","properties":{"fact":{"type":"string","description":"One statement about one subject, with every particular that identifies it."},"evaluation":{"type":"string","enum":["good","bad","neutral"]}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
+		`"knowledge":{"type":"array","items":{"type":"object","properties":{"fact":{"type":"string","description":"One statement about one subject, with every particular that identifies it."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"string","description":"When this fact replaces a different statement of the same subject made in an earlier memory, that earlier statement, quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
 	recallSchema = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"A ref from a [ref:…] tag: a memory's ref opens the messages beneath it; a handle of a left-out message or page opens that."}},"required":["ref"]}`)
 )
 
@@ -142,14 +142,257 @@ const (
 // component answers with one JSON object in its text (a call of its contract tool is accepted
 // too). Corrections and concise-version requests are part of the final message, never extra
 // messages, so the material always ends one message before it. For PRECIP and PALIM the material
-// is only the last messages of that prefix: the instruction's line SpanPrefix says how many.
+// is only the last messages of that prefix, named by the instruction's span lines (below).
 
-// SpanPrefix starts the instruction line "Span: the last N messages above." that tells PRECIP and
-// PALIM which messages of their request are the span to consolidate.
-const SpanPrefix = "Span: the last "
+// Span marking. The span PRECIP or PALIM consolidates always ends with the last message of the
+// shared prefix, so the instruction has only to say where it starts; it says so by quoting, not
+// by counting. Nothing is inserted into the shared prefix (it stays byte-identical to the main
+// model's, for the provider's cache, and messages carry no ids a model could see). Instead the
+// instruction quotes the span's first message and, as a check, its last one, with their roles:
+//
+//	Span: from the message quoted as its start through the last message above, ...
+//	Span start: the latest user message above that begins "(Intent guidance) I now work on…"
+//	Span end: the last message above, a tool result that reads "revenue_market := 800"
+//
+// A quote is the message's text with every run of white space shown as one space (SpanText).
+// "begins" quotes its first words, ending with "…"; "reads" quotes the whole text; an assistant
+// message without text is named by the tools it calls ("only calls tools: read_file, grep"), and
+// when that is not enough, by its calls with their arguments (SpanCallText).
+// The start quote is made long enough (80 characters, then 160, then 320) that no other message
+// of the prefix reads the same way, or at least no later message of the span does; only when a
+// message of the span repeats the first one word for word does the start line add an ordinal
+// ("the 2nd latest ... above"), the one case a model has to count, and then only among identical
+// messages. The simulated model (sim/request.go) finds the start the same way, and rejects a
+// request whose end quote does not match its last message. Rejected alternatives: ids or marks
+// written into the messages would change the shared prefix (and what clients see), and a list of
+// excerpts of every span message costs tokens in proportion to the span for no gain, since the
+// span always runs to the end.
+const (
+	SpanStartPrefix = "Span start: the "
+	SpanEndPrefix   = "Span end: the last message above, "
+	// SpanBegins, SpanReads and SpanCalls are the ways a quote is introduced.
+	SpanBegins = "that begins "
+	SpanReads  = "that reads "
+	SpanCalls  = "that only calls tools: "
+	// SpanCallArgs introduces the calls of a message with their arguments (SpanCallText), when
+	// the tools' names alone do not tell it apart.
+	SpanCallArgs = "that only calls tools, with these arguments: "
+	// SpanEllipsis ends a "begins" quote.
+	SpanEllipsis = "…"
+)
 
-// SpanLine is the instruction line naming the last n messages as the span.
-func SpanLine(n int) string { return fmt.Sprintf("%s%d messages above.", SpanPrefix, n) }
+// spanQuoteLengths are the lengths, in characters, a start quote may grow through.
+var spanQuoteLengths = []int{80, 160, 320}
+
+// SpanText is how a span line quotes message m: its text with runs of white space as one space.
+func SpanText(m *hippocam.Message) string { return strings.Join(strings.Fields(m.Content), " ") }
+
+// SpanRole is how span lines name a message's role.
+func SpanRole(role hippocam.Role) string {
+	switch role {
+	case hippocam.RoleAssistant:
+		return "assistant message"
+	case hippocam.RoleTool:
+		return "tool result"
+	case hippocam.RoleSystem:
+		return "system message"
+	}
+	return "user message"
+}
+
+// SpanCallNames lists the tools an assistant message calls, as span lines name them.
+func SpanCallNames(m *hippocam.Message) string {
+	names := make([]string, len(m.ToolCalls))
+	for i, c := range m.ToolCalls {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// SpanCallText lists the calls of an assistant message with their arguments, as span lines
+// quote them when the tools' names alone do not tell the message apart: "NAME ARGS; NAME ARGS",
+// the arguments as compact JSON with sorted keys, so that a client or provider that re-encodes
+// them (as Anthropic's does) quotes them the same way.
+func SpanCallText(m *hippocam.Message) string {
+	calls := make([]string, len(m.ToolCalls))
+	for i, c := range m.ToolCalls {
+		calls[i] = c.Name + " " + canonicalJSON(c.Arguments)
+	}
+	return strings.Join(calls, "; ")
+}
+
+// canonicalJSON re-encodes a JSON text compactly with sorted object keys and no HTML escaping;
+// text that does not parse is returned trimmed.
+func canonicalJSON(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return strings.TrimSpace(s)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return strings.TrimSpace(s)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// spanQuote is one way of quoting a message: its introduction ("that begins …") and whether a
+// message matches it.
+type spanQuote struct {
+	role  hippocam.Role
+	calls bool   // named by the tools it calls
+	args  bool   // ... with their arguments (SpanCallText)
+	text  string // the quoted text (without the ellipsis), or the tool names or calls
+	whole bool   // text is the whole message (or all of its calls)
+}
+
+func (q spanQuote) String() string {
+	switch {
+	case q.calls && !q.args:
+		return SpanCalls + q.text
+	case q.calls && q.whole:
+		return SpanCallArgs + q.text
+	case q.calls:
+		return SpanCallArgs + q.text + SpanEllipsis
+	case q.whole:
+		return SpanReads + `"` + q.text + `"`
+	}
+	return SpanBegins + `"` + q.text + SpanEllipsis + `"`
+}
+
+func (q spanQuote) matches(m *hippocam.Message) bool {
+	if m.Role != q.role {
+		return false
+	}
+	text := SpanText(m)
+	switch {
+	case q.calls:
+		if text != "" || len(m.ToolCalls) == 0 {
+			return false
+		}
+		if !q.args {
+			return SpanCallNames(m) == q.text
+		}
+		if q.whole {
+			return SpanCallText(m) == q.text
+		}
+		return strings.HasPrefix(SpanCallText(m), q.text)
+	case q.whole:
+		return text == q.text
+	}
+	return strings.HasPrefix(text, q.text)
+}
+
+// quoteOf quotes m in at most limit characters, cut at a word boundary. A message with tool
+// calls and no text is named by its tools at the shortest limit, and by its calls with their
+// arguments (cut at limit) at longer ones.
+func quoteOf(m *hippocam.Message, limit int) spanQuote {
+	text := SpanText(m)
+	if text == "" && len(m.ToolCalls) > 0 {
+		if limit <= spanQuoteLengths[0] {
+			return spanQuote{role: m.Role, calls: true, text: SpanCallNames(m)}
+		}
+		q := cutQuote(SpanCallText(m), limit)
+		q.role, q.calls, q.args = m.Role, true, true
+		return q
+	}
+	q := cutQuote(text, limit)
+	q.role = m.Role
+	return q
+}
+
+// cutQuote is text whole when it has at most limit characters, else its beginning, cut at a
+// space in the second half of the limit if there is one.
+func cutQuote(text string, limit int) spanQuote {
+	r := []rune(text)
+	if len(r) <= limit {
+		return spanQuote{text: text, whole: true}
+	}
+	cut := limit
+	for cut > limit/2 && r[cut] != ' ' {
+		cut--
+	}
+	if r[cut] != ' ' {
+		cut = limit
+	}
+	return spanQuote{text: strings.TrimRight(string(r[:cut]), " ")}
+}
+
+// SpanLine is the instruction's span lines for the span context[lo:hi) of a request whose
+// prefix ends with context[hi-1]: the lead line, the start line and the end line, as described
+// above. Hidden messages (which no request carries) are neither quoted nor compared.
+func SpanLine(context []hippocam.Message, lo, hi int) string {
+	var shown []*hippocam.Message // the visible messages of context[:hi]
+	first := -1                   // index in shown of the span's first message
+	for i := range context[:hi] {
+		if context[i].Kind.Hidden() {
+			continue
+		}
+		if i >= lo && first < 0 {
+			first = len(shown)
+		}
+		shown = append(shown, &context[i])
+	}
+	if first < 0 {
+		return ""
+	}
+	count := func(q spanQuote, from int) int {
+		n := 0
+		for i := from; i < len(shown); i++ {
+			if i != first && q.matches(shown[i]) {
+				n++
+			}
+		}
+		return n
+	}
+	var start spanQuote
+	found := false
+	for _, scope := range []int{0, first + 1} { // unique in the whole prefix, else after the start
+		for _, limit := range spanQuoteLengths {
+			if q := quoteOf(shown[first], limit); count(q, scope) == 0 {
+				start, found = q, true
+				break
+			}
+		}
+		if found {
+			break
+		}
+	}
+	nth := "latest "
+	if !found {
+		start = quoteOf(shown[first], spanQuoteLengths[len(spanQuoteLengths)-1])
+		nth = ordinal(1+count(start, first+1)) + " latest "
+	}
+	end := quoteOf(shown[len(shown)-1], spanQuoteLengths[0])
+	return "Span: from the message quoted as its start through the last message above, quoted as its end; what comes before the start is context only. Quotes show line breaks as spaces.\n" +
+		SpanStartPrefix + nth + SpanRole(start.role) + " above " + start.String() + "\n" +
+		SpanEndPrefix + article(SpanRole(end.role)) + " " + end.String()
+}
+
+// article puts "a" or "an" before a role's name.
+func article(name string) string {
+	if strings.HasPrefix(name, "a") {
+		return "an " + name
+	}
+	return "a " + name
+}
+
+// ordinal writes n as "2nd", "3rd", "11th".
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
+}
 
 // ClosingPrefix starts the line of PRECIP's instruction that names the intents being closed,
 // innermost first, separated by ChainSeparator.

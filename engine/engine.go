@@ -17,6 +17,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -40,7 +41,7 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts)}, nil
+	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall)}, nil
 }
 
 // Config returns the engine's configuration.
@@ -87,12 +88,52 @@ type Result struct {
 	Usage hippocam.Usage
 	// MaxRequestTokens is the largest main-model request of the step.
 	MaxRequestTokens int
-	// RecallCalls counts the step's recall calls.
-	RecallCalls int
-	// IntentConsolidations and PrefixConsolidations count this step's committed REPLACEs.
+	// RecallCalls counts the step's recall and search calls (Config.RecallLimit bounds both);
+	// SearchCalls says how many of them were searches.
+	RecallCalls, SearchCalls int
+	// IntentConsolidations and PrefixConsolidations count this step's committed REPLACEs;
+	// Receded counts the prefix consolidations that let knowledge recede to fit a named size,
+	// and Reinforced the memories of recalled evidence written after the answer.
 	IntentConsolidations, PrefixConsolidations int
+	Receded, Reinforced                        int
+	// JanusFailures counts the JANUS calls of the step that left the stack unchanged because
+	// JANUS failed (its answers kept breaking the contract, or no answer came).
+	JanusFailures int
 	// Elapsed is the step's wall time, and ModelTime the part spent waiting for models.
 	Elapsed, ModelTime time.Duration
+}
+
+// StepError is the error of a step that failed after it had made model calls. Nothing of the
+// step is kept, but its calls were paid for: Usage is what they consumed, by role, for the
+// caller to record (add it to the stored session's usage, or to its own accounting when the
+// session was never stored). It unwraps to the failure itself, so hippocam.ErrorCode, errors.Is
+// and errors.As see through it.
+type StepError struct {
+	Err   error
+	Usage hippocam.Usage
+}
+
+// Error returns the failure's text.
+func (e *StepError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failure.
+func (e *StepError) Unwrap() error { return e.Err }
+
+// UsageOf returns the model usage a failed step's error carries (see StepError), or nil.
+func UsageOf(err error) hippocam.Usage {
+	var se *StepError
+	if errors.As(err, &se) {
+		return se.Usage
+	}
+	return nil
+}
+
+// failed wraps err, a failure of the step, in a StepError when the step made model calls.
+func (st *step) failed(err error) error {
+	if err == nil || len(st.res.Usage) == 0 {
+		return err
+	}
+	return &StepError{Err: err, Usage: st.res.Usage.Clone()}
 }
 
 // FinishReasonOr returns the main model's finish reason, or def for a nil result (a retried

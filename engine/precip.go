@@ -113,12 +113,17 @@ func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing 
 		labels[i] = c.Label
 	}
 	var b strings.Builder
-	b.WriteString(SpanLine(st.visible(lo, hi)) + "\n")
-	b.WriteString("That work served the intent chain below, and its innermost part has just closed. Write the memory that will replace those messages.\n")
-	b.WriteString(ChainPrefix + strings.Join(chain, ChainSeparator) + "\n")
-	b.WriteString(ClosingPrefix + strings.Join(labels, ChainSeparator) + "\n")
-	for _, c := range closing {
-		fmt.Fprintf(&b, "Exit condition of %q: %s\n", c.Label, c.Done)
+	b.WriteString(SpanLine(st.s.Context, lo, hi) + "\n")
+	if st.e.cfg.Ablations.NoIntentConditioning {
+		// The ablation: the work alone, without the intents it served.
+		b.WriteString("That work has just finished. Write the memory that will replace those messages.\n")
+	} else {
+		b.WriteString("That work served the intent chain below, and its innermost part has just closed. Write the memory that will replace those messages.\n")
+		b.WriteString(ChainPrefix + strings.Join(chain, ChainSeparator) + "\n")
+		b.WriteString(ClosingPrefix + strings.Join(labels, ChainSeparator) + "\n")
+		for _, c := range closing {
+			fmt.Fprintf(&b, "Exit condition of %q: %s\n", c.Label, c.Done)
+		}
 	}
 	limit := tokens(st.s.Context[lo:hi]) + 256
 	var out PrecipOutput
@@ -127,7 +132,7 @@ func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing 
 		if err := decodeArgs(args, &out); err != nil {
 			return err
 		}
-		if err := out.Validate(); err != nil {
+		if err := out.Check(st.s.Context[lo:hi], b.String()); err != nil { // schema and plausibility (plausible.go)
 			return err
 		}
 		if n := st.e.tok.Count(out.Memory); n > limit {

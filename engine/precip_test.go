@@ -79,14 +79,30 @@ func TestPrecipCoalesce(t *testing.T) {
 // A detail inside one message larger than the room a recall may take comes back through pages.
 func TestRecallPages(t *testing.T) {
 	cfg := engine.ForWindow(8000)
-	cfg.Quantile = 0 // reserve the smallest round, so that the big round does not eat the room
-	c := newConversation(t, mustEngine(t, cfg, mustSim(t)))
-	c.mustUser("#open Read the big log | the log is read\n!call read_file {\"path\":\"big.log\"}")
-	c.mustResults(filler("big", 270) + "detail last_error := disk full at 03:12\n")
+	cfg.Quantile = 0   // reserve the smallest round, so that the big round does not eat the room
+	cfg.MinAnswer = 64 // and a small answer room: the big result nearly fills the window
+	// The big result is sized to what the window holds beside the engine's own framing: the
+	// largest that fits, which is larger than any recall result may be.
+	var c *conversation
+	for rows := 300; ; rows -= 10 {
+		if rows < 100 {
+			t.Fatal("no size of the big result fits the window")
+		}
+		c = newConversation(t, mustEngine(t, cfg, mustSim(t)))
+		c.mustUser("#open Read the big log | the log is read\n!call read_file {\"path\":\"big.log\"}")
+		if _, err := c.results(filler("big", rows) + "detail last_error := disk full at 03:12\n"); err == nil {
+			break
+		}
+	}
 	c.mustUser("#close Read the big log\n!say read")
 	for k := 0; k < 6; k++ { // raw work outside any intent fills the context
 		c.mustUser(fmt.Sprintf("!call look {\"n\":%d}", k))
-		c.mustResults(filler("look", 15))
+		if _, err := c.results(filler("look", 15)); err != nil {
+			for _, m := range c.session().Context {
+				t.Logf("context %s %s %s %d %s", m.ID, m.Role, m.Kind, m.Tokens, clip(m.Content))
+			}
+			t.Fatal(err)
+		}
 	}
 	res := c.mustUser("!ask last_error")
 	if res.Answer.Content != "last_error := disk full at 03:12" {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,15 +23,44 @@ import (
 //	                       to J times while the saving is below Δmin; REPLACE only if
 //	                       |R| − |m| ≥ Δmin. A failed or rejected fold leaves R untouched.
 
-// predicted is P of Alg. 2: the largest request the step may send next (the main model's or
-// JANUS's, whichever frames the context with more) plus the reserve for the next round.
+// predicted is P of Alg. 2, taken over the requests that read the whole context: the main
+// model's with the reserve for the next round and, until it has run, JANUS's (the same context
+// framed with its instruction) with the room for its answer; the larger counts. So JANUS is
+// never skipped for its size. PRECIP and PALIM read only the context up to the end of their
+// span, and a fold trims its span to what their request can hold.
 func (st *step) predicted() int {
-	return st.requestTokens() + roundQuantile(st.s.Rounds, st.e.cfg.Quantile)
+	round := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
+	return tokens(st.s.Context) + max(st.agentFrame(true)+round, st.componentNeed())
 }
 
-// requestTokens is the size of the next main-model request. JANUS frames the same context with a
-// longer prompt; when its request would not fit, JANUS is skipped for the step (repair.go) rather
-// than the step refused.
+// needed is what the step's largest request needs with room for its answer: what the sweeps
+// and recede work to fit within W.
+func (st *step) needed() int {
+	return tokens(st.s.Context) + max(st.agentFrame(true)+st.answerReserve(), st.componentNeed())
+}
+
+// agentNeeded is what the main model's request needs with room for its answer: what must fit W
+// for the step to go on. When only JANUS's larger request cannot fit (the unfinished round alone
+// fills the window), JANUS's own size check leaves the stack as it is for this step, and its
+// next call reviews what this one could not.
+func (st *step) agentNeeded() int {
+	return tokens(st.s.Context) + st.agentFrame(true) + st.answerReserve()
+}
+
+// componentNeed is what JANUS's request adds to the context before JANUS has run in this step:
+// its frame and the room for its answer; 0 afterwards.
+func (st *step) componentNeed() int {
+	if st.janusDone {
+		return 0
+	}
+	return st.componentFrame(janusPrompt, JanusToolSpec) + janusAnswerRoom(st.e.cfg.Window)
+}
+
+// janusAnswerRoom is the room kept for JANUS's answer (a few operations and a guidance line):
+// W/16, at most 1,024 tokens.
+func janusAnswerRoom(window int) int { return min(window/16, 1024) }
+
+// requestTokens is the size of the next main-model request.
 func (st *step) requestTokens() int {
 	return tokens(st.s.Context) + st.agentFrame(true)
 }
@@ -50,27 +80,63 @@ func (st *step) pressureControl(ctx context.Context) error {
 			return err
 		}
 	}
-	if req, answer := st.requestTokens(), st.answerReserve(); req+answer > w {
+	if st.needed() > w {
+		// Consolidated knowledge itself has outgrown the window: let it recede.
+		if err := st.recede(ctx); err != nil {
+			return err
+		}
+	}
+	if need := st.agentNeeded(); need > w {
+		req, answer := st.requestTokens(), st.answerReserve()
 		return hippocam.Errorf(hippocam.ECAPACITY,
 			"the request needs %d tokens (%d for the context and its framing, %d reserved for the answer) but the context window is %d, even after consolidating everything outside the current round",
-			req+answer, req, answer, w)
+			need, req, answer, w)
 	}
 	return nil
 }
 
 // answerReserve is the room kept for the model's answer when deciding whether a request can be
-// sent at all: the q-quantile of the answers in the context. Alg. 2 reserves a whole round (the
-// answer and the next tool results) for its sweeps, and so does this engine; but a request whose
-// next round would not fit can still be answered, and the next step's pressure control deals
-// with the round's results when they arrive. Failing it would refuse work the window can hold.
+// sent at all: the largest of the request's own max_tokens (or max_completion_tokens), the
+// configured minimum and the q-quantile of the answers in the context (W holds input and
+// output). Alg. 2 reserves a whole round (the answer and the next tool results) for its sweeps,
+// and so does this engine; but a request whose next round would not fit can still be answered,
+// and the next step's pressure control deals with the round's results when they arrive.
 func (st *step) answerReserve() int {
+	if st.reserve == 0 {
+		// A requested bound beyond half the window counts as half: the window holds the answer
+		// and its input, and a client's generous default must not refuse every request.
+		st.reserve = max(st.e.cfg.MinAnswer, min(requestedMaxTokens(st.in.Extra), st.e.cfg.Window/2), 1)
+	}
 	var sizes []int
 	for i := range st.s.Context {
 		if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && !st.recallIDs[m.ID] {
 			sizes = append(sizes, m.Tokens)
 		}
 	}
-	return roundQuantile(sizes, st.e.cfg.Quantile)
+	return max(st.reserve, roundQuantile(sizes, st.e.cfg.Quantile))
+}
+
+// requestedMaxTokens reads the answer bound an agent's request asked for (max_tokens, or
+// max_completion_tokens, in the pass-through fields); 0 when it gave none.
+func requestedMaxTokens(extra json.RawMessage) int {
+	if len(extra) == 0 {
+		return 0
+	}
+	var f struct {
+		MaxTokens           *int `json:"max_tokens"`
+		MaxCompletionTokens *int `json:"max_completion_tokens"`
+	}
+	if json.Unmarshal(extra, &f) != nil {
+		return 0
+	}
+	n := 0
+	if f.MaxTokens != nil {
+		n = *f.MaxTokens
+	}
+	if f.MaxCompletionTokens != nil {
+		n = max(n, *f.MaxCompletionTokens)
+	}
+	return n
 }
 
 // sweep folds, from the root region to the innermost, every eligible prefix larger than Δmin.
@@ -92,6 +158,9 @@ func (st *step) sweep(ctx context.Context, protectTail bool) error {
 
 // ordinaryCheck runs ORDINARYCHECK on the region holding the message with the given id.
 func (st *step) ordinaryCheck(ctx context.Context, id string) error {
+	if st.e.cfg.Ablations.NoPrefix {
+		return nil // the ablation truncates under pressure only, as Table 4 does
+	}
 	at := st.s.Index(id)
 	if at < 0 {
 		return nil
@@ -129,7 +198,19 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if lo >= hi {
 		return nil
 	}
-	lo, level := st.balance(lo, hi)
+	if st.e.cfg.Ablations.NoPrefix {
+		return st.truncate(lo, hi)
+	}
+	level := 1
+	if st.e.cfg.Ablations.FlatSummary {
+		for _, m := range st.s.Context[lo:hi] { // one summary: earlier ones are folded again
+			if m.Kind == hippocam.KindPrefixMemory {
+				level = max(level, foldLevel(&m)+1)
+			}
+		}
+	} else {
+		lo, level = st.balance(lo, hi)
+	}
 	key := st.s.Context[lo].ID + "-" + st.s.Context[hi-1].ID
 	if st.failedFolds[key] {
 		return nil // this very span already failed in this step
@@ -158,6 +239,156 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	st.res.PrefixConsolidations++
 	return nil
 }
+
+// TruncatedMark is the text of the memory the no-prefix ablation leaves of a truncated span.
+const TruncatedMark = "Earlier messages were dropped."
+
+// truncate is the no-prefix ablation's FOLD: the span leaves the model's view beneath a marker
+// that keeps nothing of it, with no PALIM call. The span stays archived (nothing is ever lost),
+// but the marker names none of its content.
+func (st *step) truncate(lo, hi int) error {
+	if tokens(st.s.Context[lo:hi]) < st.e.cfg.MinSaving {
+		return nil
+	}
+	_, err := st.truncateSpan(lo, hi)
+	return err
+}
+
+// truncateSpan replaces [lo, hi) by the truncation mark, whatever it saves (recede's last resort
+// under the no-prefix ablation). It reports whether the span was replaced.
+func (st *step) truncateSpan(lo, hi int) (bool, error) {
+	ref := st.s.NextID("r")
+	m := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindPrefixMemory, Ref: ref,
+		Content: hippocam.RefTag(ref) + " " + TruncatedMark}
+	m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+	if m.Tokens >= tokens(st.s.Context[lo:hi]) {
+		return false, nil
+	}
+	if _, err := st.replace(lo, hi, m); err != nil {
+		return false, err
+	}
+	st.res.PrefixConsolidations++
+	return true, nil
+}
+
+// recede lets consolidated knowledge recede when it has outgrown the window: after both sweeps,
+// the step still needs more than W, because what is left outside the current round is mostly
+// memories that cannot be folded smaller by the usual means. From the root region inwards, the
+// whole eligible prefix (earlier prefix memories included) is folded by PALIM into a memory of a
+// named size, for which PALIM turns the knowledge brought forward least recently into
+// impressions that point into the archive, and drops even those when they do not fit. What
+// recedes stays recoverable: through an impression while one names it, through search after.
+// A failed or oversized answer leaves the prefix as it was.
+func (st *step) recede(ctx context.Context) error {
+	w := st.e.cfg.Window
+	again := 0 // recedes of the current region so far
+	for j := 0; st.needed() > w; j++ {
+		regs := st.regions()
+		if j >= len(regs) {
+			return nil
+		}
+		lo, hi := st.eligible(regs[j], st.tailStart(false))
+		lo, hi = wholeExchanges(st.s.Context, lo, hi)
+		if hi-lo < 1 || (hi-lo == 1 && st.s.Context[lo].Kind == hippocam.KindIntentMemory && st.s.Context[lo].Tokens < minRecededMemory) {
+			continue
+		}
+		ok, err := st.recedeSpan(ctx, lo, hi)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if again++; again < maxRecedes {
+			j-- // the region may still hold more to recede
+		} else {
+			again = 0
+		}
+	}
+	return nil
+}
+
+// recedeSpan lets the knowledge of [lo, hi) recede: PALIM folds it into a memory of a named size
+// when its request can hold the span; otherwise, or when PALIM fails or misses the size, the span
+// is archived mechanically beneath an index of what it holds (archiveSpan). It reports whether
+// the span was replaced.
+func (st *step) recedeSpan(ctx context.Context, lo, hi int) (bool, error) {
+	w := st.e.cfg.Window
+	size := tokens(st.s.Context[lo:hi])
+	over := st.needed() - int(st.e.cfg.Pressure*float64(w))
+	target := max(size-over, minRecededMemory)
+	if target >= size {
+		return false, nil
+	}
+	limit := w - st.componentFrame(palimPrompt, PalimToolSpec) - componentAnswerRoom(w)
+	if tokens(st.s.Context[:hi]) <= limit && !st.e.cfg.Ablations.NoPrefix {
+		level := 1
+		for _, m := range st.s.Context[lo:hi] {
+			if m.Kind == hippocam.KindPrefixMemory {
+				level = max(level, foldLevel(&m)+1)
+			}
+		}
+		memory, err := st.palimFit(ctx, lo, hi, target, level)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, ctx.Err()
+		case err != nil:
+			st.e.log.Warn("receding knowledge through PALIM failed; archiving the span", "error", err)
+		case memory.Tokens > target || memory.Tokens >= size:
+			st.e.log.Info("receding knowledge: PALIM's memory missed its size; archiving the span", "target", target, "memory", memory.Tokens)
+		default:
+			if _, err := st.replace(lo, hi, memory); err != nil {
+				return false, err
+			}
+			st.res.PrefixConsolidations++
+			st.res.Receded++
+			return true, nil
+		}
+	}
+	if st.e.cfg.Ablations.NoPrefix {
+		return st.truncateSpan(lo, hi)
+	}
+	return st.archiveSpan(lo, hi)
+}
+
+// archiveSpan is the last resort that keeps a session from jamming when not even PALIM can read
+// what must recede (a single message close to the window's size, say): the span moves into the
+// archive beneath a memory that only lists what it holds, one line per message (who, how
+// large, how it begins), so that the model can still recall it by its ref and page through it.
+// No model is called; nothing is lost.
+func (st *step) archiveSpan(lo, hi int) (bool, error) {
+	ref := st.s.NextID("r")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s Archived without consolidation, to make room (%s1) (recall the ref for the messages themselves):\n", hippocam.RefTag(ref), levelMark)
+	for _, m := range st.s.Context[lo:hi] {
+		first, _, _ := strings.Cut(strings.TrimSpace(m.Content), "\n")
+		what := string(m.Role)
+		if m.Consolidated() {
+			what = "memory " + hippocam.RefTag(m.Ref)
+		} else if len(m.ToolCalls) > 0 {
+			what += " calling " + m.ToolCalls[0].Name
+		}
+		fmt.Fprintf(&b, "- %s, %d tokens: %s\n", what, m.Tokens, clip(first, 80))
+	}
+	memory := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindPrefixMemory, Ref: ref, Content: strings.TrimRight(b.String(), "\n")}
+	memory.Tokens = hippocam.MessageTokens(st.e.tok, &memory)
+	if memory.Tokens >= tokens(st.s.Context[lo:hi]) {
+		return false, nil
+	}
+	if _, err := st.replace(lo, hi, memory); err != nil {
+		return false, err
+	}
+	st.res.PrefixConsolidations++
+	st.res.Receded++
+	st.e.log.Info("archived a span without consolidation to keep the step within the window", "messages", hi-lo, "ref", ref)
+	return true, nil
+}
+
+// maxRecedes bounds how often one region's knowledge recedes in one step.
+const maxRecedes = 2
+
+// minRecededMemory is the smallest memory a region's knowledge is asked to recede into.
+const minRecededMemory = 64
 
 // balance chooses where a fold of [lo, hi) starts so that the message tree stays shallow. Alg. 2
 // folds the whole eligible prefix, earlier prefix memories included; done at every fold, that

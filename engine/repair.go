@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam"
 )
@@ -48,7 +51,7 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+componentAnswerRoom(w) > w {
 			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 		}
-		resp, err := st.call(ctx, req)
+		resp, err := st.componentCall(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -73,12 +76,61 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		if !found {
 			answer = resp.Message.Content
 		}
-		st.e.log.Warn("component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
+		st.e.log.Warn("component output rejected", logTenant, st.s.Tenant, logSession, st.s.ID, "role", role, "attempt", attempt+1, "problem", problem)
 		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
 			"\nIt was: " + clip(answer, 1000) +
 			"\nAnswer again, correctly."
 	}
 	return &errGaveUp{role: role, last: problem}
+}
+
+// componentRetries bounds the extra attempts at a component call whose answer arrived but could
+// not be read, and componentRetryWait is the wait before the first of them (doubled for each
+// later one).
+const (
+	componentRetries   = 2
+	componentRetryWait = 50 * time.Millisecond
+)
+
+// componentCall sends one JANUS, PRECIP or PALIM request. The model client has already repeated
+// what its transport may repeat (network errors, 408, 409, 429, 5xx); what it gives up on at
+// once because the answer came but could not be read (a body cut off mid-JSON, an HTML page with
+// status 200, a success without choices) is transient as well, and is asked again here, up to
+// componentRetries times. A refusal by status (a 400, say, or a 5xx the client already retried)
+// and network failures the client already retried are returned at once: the component's
+// caller handles them (the stack or the span stays as it was).
+func (st *step) componentCall(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	wait := componentRetryWait
+	for n := 1; ; n++ {
+		resp, err := st.call(ctx, req)
+		if err == nil || ctx.Err() != nil || n > componentRetries || !unreadableAnswer(err) {
+			return resp, err
+		}
+		st.e.log.Warn("component call failed, retrying", logTenant, st.s.Tenant, logSession, st.s.ID,
+			"role", req.Role, "attempt", n, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// unreadableAnswer reports whether err is a model failure worth repeating although the client
+// did not: EUNAVAILABLE with neither an HTTP status (a refusal the client already judged) nor a
+// network error (which the client already retried) in its chain.
+func unreadableAnswer(err error) bool {
+	if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE {
+		return false
+	}
+	var status interface {
+		UpstreamStatus() (int, time.Duration)
+	}
+	var netErr net.Error
+	return !errors.As(err, &status) && !errors.As(err, &netErr) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // roleName is how the system message names a component role.

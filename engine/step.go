@@ -34,8 +34,11 @@ type step struct {
 	// failedFolds remembers spans (first and last id) whose fold failed in this step, so that
 	// later sweeps of the same step do not ask PALIM again for the same thing.
 	failedFolds map[string]bool
-	// frame caches agentFrame, without and with the recall tool.
-	frame [2]int
+	// frame caches agentFrame, without and with the recall tool; reserve the configured or
+	// requested answer room (answerReserve).
+	frame     [2]int
+	reserve   int
+	janusDone bool
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -44,11 +47,13 @@ type step struct {
 //
 // Errors: EINVALID for input that breaks the conversation's rules (nothing changes), ECAPACITY
 // when the request cannot fit the window even after every sweep, and the model's error when the
-// main model fails. Failures of JANUS, PRECIP and PALIM are not errors: they leave the stack or
+// main model fails. When model calls were made before the failure, the error is a *StepError
+// carrying their usage (UsageOf), which the caller should record: it was paid for. Failures of JANUS, PRECIP and PALIM are not errors: they leave the stack or
 // the span as it was and the step continues.
-func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (*Result, error) {
+func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (_ *Result, err error) {
 	began := time.Now()
 	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
+	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
 	st.res.Usage = hippocam.Usage{}
 	st.res.Change.From = s.Version
 	if in.Regenerate != "" {
@@ -62,11 +67,17 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	if err := st.pressureControl(ctx); err != nil {
 		return nil, err
 	}
-	// Lines 2-3: JANUS, then the validated stack and its guidance.
-	closed, guidance, err := st.janus(ctx)
-	if err != nil {
-		return nil, err
+	// Lines 2-3: JANUS, then the validated stack and its guidance (not with the flat-summary
+	// ablation, which keeps no intents).
+	var closed []hippocam.Intent
+	var guidance string
+	if !e.cfg.Ablations.FlatSummary {
+		var err error
+		if closed, guidance, err = st.janus(ctx); err != nil {
+			return nil, err
+		}
 	}
+	st.janusDone = true
 	st.closing = closed
 	// Line 4: the main model's answer, with progressive recall.
 	if err := st.answer(ctx); err != nil {

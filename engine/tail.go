@@ -55,6 +55,14 @@ func (st *step) protectedFrom() int {
 			from = min(from, i)
 		}
 	}
+	// The messages JANUS has not reviewed yet (an earlier call failed) keep their directives for
+	// its next call: they are protected too, unless they have grown past half the window, when
+	// holding them back would jam the session.
+	if st.s.Transcript.JanusCovered != "" {
+		if i := st.reviewFrom(); i < from && tokens(st.s.Context[i:]) < st.e.cfg.Window/2 {
+			from = i
+		}
+	}
 	return from
 }
 

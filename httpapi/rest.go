@@ -156,8 +156,8 @@ func expansion(ctx context.Context, a hippocam.Archive, msgs []hippocam.Message)
 	walk = func(ms []hippocam.Message, framing int, regenerated bool) error {
 		for _, m := range ms {
 			if !m.Consolidated() {
-				if m.Kind.Hidden() {
-					continue // an empty framing: nothing beneath it
+				if m.Kind.Hidden() || m.Kind == hippocam.KindRecall {
+					continue // an empty framing, or Hippocam's own recall exchanges
 				}
 				j := toJSON([]hippocam.Message{m})[0]
 				j.Framing, j.Regenerated = framing, regenerated

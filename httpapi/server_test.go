@@ -383,13 +383,29 @@ func TestTenantsAndDelete(t *testing.T) {
 	}
 }
 
-// Upstream 429 and 5xx come back mapped, Retry-After kept; nothing is recorded half-way and the
-// next request continues the session.
+// state is what a failed request must leave as it was: the context, the stack, the transcript's
+// messages. (The usage of the calls the failed step made is recorded: they were paid for.)
+func state(t *testing.T, s *testServer, id string) (string, float64) {
+	t.Helper()
+	var v struct {
+		Context json.RawMessage `json:"context"`
+		Stack   json.RawMessage `json:"stack"`
+		Framing json.RawMessage `json:"framing"`
+		Totals  struct {
+			Calls int `json:"calls"`
+		} `json:"totals"`
+	}
+	s.do(t, "GET", "/api/sessions/"+id, "", "", nil).json(t, &v)
+	return string(v.Context) + string(v.Stack) + string(v.Framing), float64(v.Totals.Calls)
+}
+
+// Upstream 429 and 5xx come back mapped, Retry-After kept; nothing is recorded half-way (but the
+// usage of the calls made) and the next request continues the session.
 func TestUpstreamFailures(t *testing.T) {
 	s := newServer(t, 8000, nil)
 	a := &agent{t: t, s: s, session: "flaky"}
 	a.user(false, "#open Work | done\nfact := 1\n!say first")
-	before := s.do(t, "GET", "/api/sessions/flaky", "", "", nil).body
+	before, calls := state(t, s, "flaky")
 	for status, want := range map[int]int{429: 429, 500: 502, 503: 502} {
 		s.up.failStatus.Store(int32(status))
 		body, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: append(a.history, wire.ChatMessage{Role: "user", Content: wire.StringContent("!say second")})})
@@ -400,9 +416,14 @@ func TestUpstreamFailures(t *testing.T) {
 		if status == 429 && r.header.Get("Retry-After") != "7" {
 			t.Fatalf("Retry-After = %q", r.header.Get("Retry-After"))
 		}
-		if after := s.do(t, "GET", "/api/sessions/flaky", "", "", nil).body; !bytes.Equal(before, after) {
+		after, n := state(t, s, "flaky")
+		if after != before {
 			t.Fatal("a failed request changed the session")
 		}
+		if n < calls {
+			t.Fatalf("usage went down from %v to %v calls", calls, n)
+		}
+		calls = n
 	}
 	s.up.failStatus.Store(0)
 	if got := a.user(false, "!say second"); got != "second" {

@@ -14,6 +14,7 @@ type pending struct {
 	context  []string
 	messages map[string]hippocam.Message
 	children map[string][]string
+	order    []string // the ids of messages, in the order they were added
 }
 
 func (p *pending) hasMessage(id string) bool {
@@ -52,6 +53,7 @@ func (p *pending) append(i int, m hippocam.Message) error {
 		return hippocam.Errorf(hippocam.EINVALID, "op %d: append %s: the session already has a message with this id", i, m.ID)
 	}
 	p.messages[m.ID] = cloneMessage(m)
+	p.order = append(p.order, m.ID)
 	p.context = append(p.context, m.ID)
 	return nil
 }
@@ -83,6 +85,7 @@ func (p *pending) replace(i int, span []string, mem *hippocam.Message) error {
 	}
 	p.children[mem.Ref] = slices.Clone(span)
 	p.messages[mem.ID] = cloneMessage(*mem)
+	p.order = append(p.order, mem.ID)
 	p.context = slices.Concat(p.context[:start], []string{mem.ID}, p.context[start+len(span):])
 	return nil
 }

@@ -27,12 +27,15 @@ type Store struct {
 type key struct{ tenant, id string }
 
 // session is one stored session: its snapshot (Context unused), the context as message ids,
-// every message it holds by id, and the archive as ref → ordered child ids.
+// every message it holds by id, the archive as ref → ordered child ids, and the order in which
+// messages entered (entered[id], counting from 1; last is the highest), which Search sorts by.
 type session struct {
 	snap     hippocam.Session
 	context  []string
 	messages map[string]hippocam.Message
 	children map[string][]string
+	entered  map[string]int64
+	last     int64
 }
 
 // New returns an empty store.
@@ -68,6 +71,7 @@ func (st *Store) CreateSession(ctx context.Context, s *hippocam.Session) error {
 		snap:     snapshot(s),
 		messages: map[string]hippocam.Message{},
 		children: map[string][]string{},
+		entered:  map[string]int64{},
 	}
 	return nil
 }
@@ -116,6 +120,10 @@ func (st *Store) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Ch
 	}
 	for ref, kids := range p.children {
 		ss.children[ref] = kids
+	}
+	for _, id := range p.order {
+		ss.last++
+		ss.entered[id] = ss.last
 	}
 	created := ss.snap.CreatedAt
 	ss.snap = snapshot(s)

@@ -89,10 +89,15 @@ func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent strin
 	if err != nil {
 		return false, err
 	}
-	tag, err := c.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+sqlstore.MessageColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+	// terms, the message's entry in the search index, is written with the row (search.go).
+	var terms any
+	if hippocam.Searchable(m) {
+		terms = searchTerms(c.tenant, c.session, m)
+	}
+	tag, err := c.tx.Exec(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+sqlstore.MessageColumns+`, terms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, strip(to_tsvector('simple', $17::text)))
 		ON CONFLICT (tenant, session_id, id) DO NOTHING`,
-		append([]any{c.tenant, c.session, parent, pos}, args...)...)
+		append(append([]any{c.tenant, c.session, parent, pos}, args...), terms)...)
 	if err != nil {
 		return false, err
 	}

@@ -120,7 +120,8 @@ func (db *DB) FindSessions(ctx context.Context, tenant, hash string) ([]string, 
 	return ids, rows.Err()
 }
 
-// DeleteSession removes the session and, by cascade, all of its messages. ENOTFOUND if none.
+// DeleteSession removes the session and, by cascade, all of its messages, their search terms
+// with them. ENOTFOUND if none.
 func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
 	tag, err := db.pool.Exec(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id)
 	if err != nil {

@@ -21,6 +21,11 @@ type Report struct {
 	ContextWindow int    `json:"context_window"`
 	// Answers are the agent's final texts after each user message containing "!ask", in order.
 	Answers []string `json:"answers"`
+	// AnswerRecalls holds, for each of those answers in order, the recall and search calls the
+	// step made to reach it (0: it was answered from what was in view).
+	AnswerRecalls []int `json:"answer_recalls"`
+	// Reinforced counts the memories of recalled evidence written after answers.
+	Reinforced int `json:"reinforced"`
 	// MaxRequestTokens is the largest main-model request sent.
 	MaxRequestTokens int `json:"max_request_tokens"`
 	// Expanded is the full recursive expansion of the final context.
@@ -64,7 +69,7 @@ type ExpandedMessage struct {
 // results) is an EINVALID error naming the line; an engine error stops the run, naming the line
 // whose step failed.
 func Run(ctx context.Context, e *engine.Engine, st hippocam.Store, tenant, id string, lines []scenario.Line) (*Report, error) {
-	rep := &Report{Session: id, ContextWindow: e.Config().Window, Answers: []string{}, LLMCalls: map[hippocam.CallRole]int{}, Usage: map[hippocam.CallRole]RoleUsage{}}
+	rep := &Report{Session: id, ContextWindow: e.Config().Window, Answers: []string{}, AnswerRecalls: []int{}, LLMCalls: map[hippocam.CallRole]int{}, Usage: map[hippocam.CallRole]RoleUsage{}}
 	var pending []string // tool-call ids of the last answer still waiting for results
 	var batch []hippocam.Message
 	var engineTime, modelTime time.Duration
@@ -79,8 +84,10 @@ func Run(ctx context.Context, e *engine.Engine, st hippocam.Store, tenant, id st
 		engineTime += res.Elapsed - res.ModelTime
 		modelTime += res.ModelTime
 		pending = res.Answer.CallIDs()
+		rep.Reinforced += res.Reinforced
 		if line.Role == hippocam.RoleUser && asks(line.Content) {
 			rep.Answers = append(rep.Answers, res.Answer.Content)
+			rep.AnswerRecalls = append(rep.AnswerRecalls, res.RecallCalls)
 		}
 		return nil
 	}

@@ -233,7 +233,7 @@ func checkConversation(conv *hippocam.Conversation) error {
 		if strings.TrimSpace(t.Name) == "" {
 			return hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no name", i)
 		}
-		if t.Name == engine.RecallTool {
+		if t.Name == engine.RecallTool || t.Name == engine.SearchTool {
 			return hippocam.Errorf(hippocam.EINVALID, "the tool name %q is reserved by Hippocam", t.Name)
 		}
 	}
@@ -477,6 +477,7 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	}
 	res, err := s.cfg.Engine.Step(ctx, sess, hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.ID), in)
 	if err != nil {
+		s.recordFailedUsage(ctx, sess, p.fresh, engine.UsageOf(err))
 		return nil, err
 	}
 	next := res.Session
@@ -498,6 +499,31 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	s.cache.put(next)
 	s.log.Debug("step", logTenant, h.Tenant, logSession, sess.ID, logEvent, string(p.event))
 	return &Result{Session: next, Event: p.event, Answer: res.Answer, Usage: res.Usage[hippocam.CallAgent], Step: res}, nil
+}
+
+// recordFailedUsage keeps what a failed step's model calls consumed (they were paid for): on a
+// stored session it commits the usage alone, no message and no transcript change, so the
+// client's retry is still recognised. A new session or fork is not created for it (a failed
+// request leaves nothing behind); its usage is logged.
+func (s *Service) recordFailedUsage(ctx context.Context, sess *hippocam.Session, fresh bool, u hippocam.Usage) {
+	if len(u) == 0 {
+		return
+	}
+	total := u.Total()
+	if fresh {
+		s.log.Info("a failed step's usage, for a session that was not created", logTenant, sess.Tenant, logSession, sess.ID,
+			"calls", total.Calls, "input", total.Input, "output", total.Output, "cost_usd", total.CostUSD)
+		return
+	}
+	rec := sess.Clone()
+	rec.Usage.Merge(u)
+	rec.UpdatedAt = time.Now().UTC()
+	if err := s.cfg.Store.Commit(context.WithoutCancel(ctx), rec, hippocam.Change{From: sess.Version}); err != nil {
+		s.cache.drop(sess.Tenant, sess.ID)
+		s.log.Warn("recording a failed step's usage", logTenant, sess.Tenant, logSession, sess.ID, "error", err)
+		return
+	}
+	s.cache.put(rec)
 }
 
 // Delete removes a session and everything archived in it, serialized with the requests that

@@ -8,18 +8,19 @@ import (
 	"github.com/hippocam/hippocam/engine"
 )
 
-// The simulated main model. It reacts to the directives (!say, !pad, !call, !ask) of the user and
-// tool messages that arrived since its last answer. Its last answer is its last assistant message
-// that does not call recall, or a consolidated memory that replaced answered work: recall calls are
-// steps of an exchange, so while it answers through recall the directives it is answering stay the
-// same. Without a directive it answers "ok".
+// The simulated main model. It reacts to the directives (!say, !pad, !call, !ask, !use) of the
+// user and tool messages that arrived since its last answer. Its last answer is its last
+// assistant message that does not call recall or search, or a consolidated memory that replaced
+// answered work: recall and search calls are steps of an exchange, so while it answers through
+// them the directives it is answering stay the same, and their results are never read as
+// directives. Without a directive it answers "ok".
 //
 // Several directives combine into one answer, in the order they were written: each !say text and
-// each !ask answer is one line of the content; the filler of every !pad (their sizes summed) comes
-// after them on a line of its own; every !call is one tool call, in order, made in parallel.
-// While an !ask still needs a recall, the answer is that recall call alone; the others wait for
-// the final answer. A !call identical to a call already made since the last answer (only a recall
-// can be) is not repeated.
+// each !ask or !use answer is one line of the content; the filler of every !pad (their sizes
+// summed) comes after them on a line of its own; every !call is one tool call, in order, made in
+// parallel. While an !ask or !use still needs a recall or a search, the answer is that call
+// alone; the others wait for the final answer. A !call identical to a call already made since
+// the last answer (only a recall or a search can be) is not repeated.
 
 // maxPad bounds one answer's filler, so that a script cannot make the simulation allocate
 // without limit.
@@ -31,21 +32,22 @@ var fillerWords = []string{"the", "data", "row", "value", "field", "entry", "ite
 
 // agent answers a main-model request.
 func (m *Model) agent(r *request) (answer, error) {
+	searchCall, searchResult := searchMarks(r)
 	last := -1
 	for i := len(r.msgs) - 1; i >= 0; i-- {
-		if r.answered(i) {
+		if r.answered(i) && !searchCall[i] {
 			last = i
 			break
 		}
 	}
 	var dirs []line
 	for i := last + 1; i < len(r.msgs); i++ {
-		if !r.directives(i) {
+		if !r.directives(i) || searchResult[i] {
 			continue
 		}
 		for _, l := range r.lines(i) {
 			switch l.kind {
-			case kindSay, kindPad, kindCall, kindAsk:
+			case kindSay, kindPad, kindCall, kindAsk, kindUse:
 				dirs = append(dirs, l)
 			}
 		}
@@ -53,7 +55,7 @@ func (m *Model) agent(r *request) (answer, error) {
 	if len(dirs) == 0 {
 		return answer{content: "ok"}, nil
 	}
-	x := newExchange(r, last)
+	x := newExchange(r, last, searchCall)
 	var text []string
 	var calls []hippocam.ToolCall
 	pad := 0
@@ -67,10 +69,13 @@ func (m *Model) agent(r *request) (answer, error) {
 			if !x.made(d.tool, d.args) {
 				calls = append(calls, hippocam.ToolCall{Name: d.tool, Arguments: d.args})
 			}
-		case kindAsk:
-			reply, ref := x.ask(d.key)
-			if ref != "" {
-				return callAnswer(engine.RecallTool, engine.RecallArgs{Ref: ref})
+		case kindAsk, kindUse:
+			reply, next := x.ask(d.key, d.kind == kindUse)
+			switch next.tool {
+			case engine.RecallTool:
+				return callAnswer(engine.RecallTool, engine.RecallArgs{Ref: next.arg})
+			case engine.SearchTool:
+				return callAnswer(engine.SearchTool, engine.SearchArgs{Query: next.arg})
 			}
 			text = append(text, reply)
 		}
@@ -86,6 +91,28 @@ func (m *Model) agent(r *request) (answer, error) {
 		content = "ok"
 	}
 	return answer{content: content, calls: calls}, nil
+}
+
+// searchMarks marks the assistant messages of r that call the search tool, and the tool
+// messages that answer such a call: the steps of a search exchange, which, like recall's, are
+// neither answers nor directives.
+func searchMarks(r *request) (calls, results []bool) {
+	calls, results = make([]bool, len(r.msgs)), make([]bool, len(r.msgs))
+	ids := map[string]bool{}
+	for i := range r.msgs {
+		m := &r.msgs[i]
+		switch m.Role {
+		case hippocam.RoleAssistant:
+			for _, c := range m.ToolCalls {
+				if c.Name == engine.SearchTool {
+					calls[i], ids[c.ID] = true, true
+				}
+			}
+		case hippocam.RoleTool:
+			results[i] = m.ToolCallID != "" && ids[m.ToolCallID]
+		}
+	}
+	return calls, results
 }
 
 // filler returns deterministic text of n tokens, as the tokenizer counts them.
@@ -124,8 +151,8 @@ func (m *Model) filler(n int) string {
 	return s
 }
 
-// exchange is the state of the current question: what the main model has recalled since its
-// last answer.
+// exchange is the state of the current question: what the main model has recalled and searched
+// since its last answer.
 type exchange struct {
 	r    *request
 	last int // index of the last answer, -1 if none
@@ -133,13 +160,19 @@ type exchange struct {
 	opened map[string]bool
 	// results are the indices of the recall results since the last answer, oldest first.
 	results []int
+	// searched maps each query searched for since the last answer to the index of its result
+	// (-1 while it has none).
+	searched map[string]int
 }
 
-func newExchange(r *request, last int) *exchange {
-	x := &exchange{r: r, last: last, opened: map[string]bool{}}
+func newExchange(r *request, last int, searchCall []bool) *exchange {
+	x := &exchange{r: r, last: last, opened: map[string]bool{}, searched: map[string]int{}}
 	for i := last + 1; i < len(r.msgs); i++ {
 		if r.recallResult[i] {
 			x.results = append(x.results, i)
+		}
+		if searchCall[i] {
+			x.noteSearches(i)
 		}
 		if !r.recallCall[i] {
 			continue
@@ -153,6 +186,26 @@ func newExchange(r *request, last int) *exchange {
 	}
 	return x
 }
+
+// noteSearches records the search calls of message i and where their results are.
+func (x *exchange) noteSearches(i int) {
+	for _, c := range x.r.msgs[i].ToolCalls {
+		var args engine.SearchArgs
+		if c.Name != engine.SearchTool || json.Unmarshal([]byte(c.Arguments), &args) != nil {
+			continue
+		}
+		x.searched[args.Query] = -1
+		for j := i + 1; j < len(x.r.msgs) && x.r.msgs[j].Role == hippocam.RoleTool; j++ {
+			if x.r.msgs[j].ToolCallID == c.ID {
+				x.searched[args.Query] = j
+			}
+		}
+	}
+}
+
+// next is the call an !ask or !use needs before it can be answered: recall of a ref or search
+// for a key (arg), or none (tool "").
+type next struct{ tool, arg string }
 
 // made reports whether a call of tool with args was already made since the last answer.
 func (x *exchange) made(tool, args string) bool {
@@ -169,8 +222,9 @@ func (x *exchange) made(tool, args string) bool {
 	return false
 }
 
-// ask answers "!ask KEY" (docs/sim.md). It returns either the answer, "KEY := VALUE" or
-// "KEY := unknown", or the ref to recall next.
+// ask answers "!ask KEY", or "!use KEY" when use is set (docs/sim.md). It returns either the
+// answer ("KEY := VALUE", or "used KEY" for !use; "KEY := unknown" when KEY cannot be found) or
+// the call to make next.
 //
 //  1. The latest "KEY := …" or "detail KEY := …" in the visible context wins. Recall results of
 //     earlier questions are not looked at; those of this question are, since they are what came
@@ -179,8 +233,43 @@ func (x *exchange) made(tool, args string) bool {
 //     block of this question's recall results, that names KEY in a fact, detail or impression
 //     line. Failing that, the handles of children left out of this question's recall results,
 //     the latest result first and, within it, the last handle first.
-//  3. Otherwise KEY is unknown.
-func (x *exchange) ask(key string) (reply, ref string) {
+//  3. Otherwise, if search is offered too: when nothing visible names KEY, a search for KEY,
+//     once per question; after it, one by one and latest hit first, each layer its hits name
+//     that has not been opened yet.
+//  4. Otherwise KEY is unknown.
+func (x *exchange) ask(key string, use bool) (string, next) {
+	if value, ok := x.look(key); ok {
+		if use {
+			return "used " + key, next{}
+		}
+		return factText(key, value), next{}
+	}
+	r := x.r
+	if r.offers(engine.RecallTool) {
+		if ref := x.naming(key); ref != "" {
+			return "", next{engine.RecallTool, ref}
+		}
+		if ref := x.handle(); ref != "" {
+			return "", next{engine.RecallTool, ref}
+		}
+		if r.offers(engine.SearchTool) {
+			at, done := x.searched[key]
+			switch {
+			case !done && !x.named(key):
+				return "", next{engine.SearchTool, key}
+			case done && at >= 0:
+				if ref := x.hitRef(at); ref != "" {
+					return "", next{engine.RecallTool, ref}
+				}
+			}
+		}
+	}
+	return factText(key, "unknown"), next{}
+}
+
+// look finds the value of key (rule 1): the latest fact or detail line about key in the messages
+// it may read.
+func (x *exchange) look(key string) (string, bool) {
 	r := x.r
 	for i := len(r.msgs) - 1; i >= 0; i-- {
 		if r.recallResult[i] && i <= x.last {
@@ -189,22 +278,51 @@ func (x *exchange) ask(key string) (reply, ref string) {
 		ls := r.lines(i)
 		for j := len(ls) - 1; j >= 0; j-- {
 			if l := &ls[j]; (l.kind == kindFact || l.kind == kindDetail) && l.key == key {
-				return factText(key, l.value), ""
+				return l.value, true
 			}
 		}
 	}
-	if r.offers(engine.RecallTool) {
-		if ref := x.naming(key); ref != "" {
-			return "", ref
-		}
-		if ref := x.handle(); ref != "" {
-			return "", ref
-		}
-	}
-	return factText(key, "unknown"), ""
+	return "", false
 }
 
-// naming returns the most recent unopened ref whose message or recall block names key.
+// named reports whether a line that rule 1 may read names key, in an impression as well.
+func (x *exchange) named(key string) bool {
+	r := x.r
+	for i := range r.msgs {
+		if r.recallResult[i] && i <= x.last {
+			continue
+		}
+		for _, l := range r.lines(i) {
+			if l.names(key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hitRef returns the first ref named by a hit line of the search result at index i that is
+// still unopened. A hit names its layer right after engine.SearchInMarker; hits in view name
+// none, and tags inside an excerpt are not the hit's.
+func (x *exchange) hitRef(i int) string {
+	for _, l := range x.r.lines(i) {
+		if !l.child {
+			continue
+		}
+		_, rest, ok := strings.Cut(l.raw, engine.SearchInMarker)
+		if !ok || !strings.HasPrefix(rest, "[ref:") {
+			continue
+		}
+		end := strings.IndexByte(rest, ']')
+		if ref := rest[len("[ref:"):max(end, len("[ref:"))]; end > 0 && ref != "" && !x.opened[ref] {
+			return ref
+		}
+	}
+	return ""
+}
+
+// naming returns the latest unopened ref of a message, or of a block of a recall result, that
+// names key.
 func (x *exchange) naming(key string) string {
 	r := x.r
 	for i := len(r.msgs) - 1; i >= 0; i-- {

@@ -20,6 +20,7 @@ const (
 	kindPad                    // !pad N
 	kindCall                   // !call TOOL JSON
 	kindAsk                    // !ask KEY
+	kindUse                    // !use KEY
 	kindFact                   // KEY := VALUE
 	kindDetail                 // detail KEY := VALUE
 	kindImpression             // detail KEY (in the archive)
@@ -35,7 +36,7 @@ type line struct {
 	// child marks a line that opens a block of a recall result (it begins with ChildMarker).
 	child bool
 
-	key, value  string // facts, details, impressions, !ask
+	key, value  string // facts, details, impressions, !ask, !use
 	label, cond string // #open, #close
 	text        string // !say
 	n           int    // !pad
@@ -118,7 +119,7 @@ func readControl(l *line, t string) {
 }
 
 // readAction reads the lines the main model reacts to. A malformed one (!pad without a number,
-// !call without a tool, !ask without a key) is plain text.
+// !call without a tool, !ask or !use without a key) is plain text.
 func readAction(l *line, t string) {
 	if rest, ok := cutWord(t, "!say"); ok {
 		l.kind, l.text = kindSay, rest
@@ -137,6 +138,8 @@ func readAction(l *line, t string) {
 		}
 	} else if rest, ok := cutWord(t, "!ask"); ok && rest != "" {
 		l.kind, l.key = kindAsk, strings.Fields(rest)[0]
+	} else if rest, ok := cutWord(t, "!use"); ok && rest != "" {
+		l.kind, l.key = kindUse, strings.Fields(rest)[0]
 	}
 }
 
@@ -208,6 +211,12 @@ func Fact(s string) (key, value string, detail, ok bool) {
 func Ask(s string) (string, bool) {
 	l := readLine(s)
 	return l.key, l.kind == kindAsk
+}
+
+// Use reports the key of a `!use KEY` line.
+func Use(s string) (string, bool) {
+	l := readLine(s)
+	return l.key, l.kind == kindUse
 }
 
 // Body returns a line as the simulation reads it: without surrounding spaces, its list marker and

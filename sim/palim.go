@@ -14,14 +14,20 @@ import (
 // key wins, and one impression per key for the details and impressions in it, in the order their
 // keys first appear, all neutral. Asked for a more concise version, it drops the narrative,
 // unless the knowledge is empty and the answer would say nothing at all.
-func palim(r *request) (answer, error) {
+//
+// Asked to fit a named size (engine.FitMarker), it drops the narrative, then turns facts into
+// impressions, those whose latest statement in the span is earliest first, until the knowledge
+// fits; if the impressions alone do not fit, it drops them, earliest first, and ends with one
+// item saying that more is in the archive.
+func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 	lo, hi, instruction, err := r.frame(hippocam.CallPalim)
 	if err != nil {
 		return answer{}, err
 	}
 	var narrative []string
 	var items []hippocam.KnowledgeItem
-	at := map[string]int{} // item key ("fact KEY" or "impression KEY") -> index in items
+	at := map[string]int{}   // item key ("fact KEY" or "impression KEY") -> index in items
+	last := map[string]int{} // item key -> the message that stated it last
 	run := 0
 	flush := func() {
 		if run > 0 {
@@ -51,6 +57,7 @@ func palim(r *request) (answer, error) {
 			default:
 				continue
 			}
+			last[id] = i
 			if j, ok := at[id]; ok {
 				items[j].Fact = fact
 				continue
@@ -63,6 +70,16 @@ func palim(r *request) (answer, error) {
 		}
 	}
 	flush()
+	// Revisions win visibly: a fact whose key an earlier memory in view states otherwise says
+	// which statement it replaces.
+	earlier := r.memoryFacts(lo)
+	for j := range items {
+		if k, v, ok := strings.Cut(items[j].Fact, " := "); ok {
+			if old, seen := earlier[k]; seen && old != v {
+				items[j].Revises = factText(k, old)
+			}
+		}
+	}
 	out := engine.PalimOutput{Narrative: strings.Join(narrative, "\n"), Knowledge: items}
 	if out.Knowledge == nil {
 		out.Knowledge = []hippocam.KnowledgeItem{}
@@ -70,7 +87,94 @@ func palim(r *request) (answer, error) {
 	if strings.Contains(instruction, engine.ConciseMarker) && len(items) > 0 {
 		out.Narrative = ""
 	}
+	if size, ok := fitSize(instruction); ok && tok != nil {
+		out.Narrative = ""
+		out.Knowledge = fit(out.Knowledge, last, size, tok)
+	}
 	return contractAnswer(r, engine.PalimTool, out)
+}
+
+// moreInArchive is the item that ends knowledge cut down to a size.
+const moreInArchive = "more in the archive"
+
+// fit cuts knowledge items to size tokens (counted as the engine renders them): facts become
+// impressions, least recently stated first; then impressions go, least recently stated first,
+// and the last item says that more is in the archive.
+func fit(items []hippocam.KnowledgeItem, last map[string]int, size int, tok hippocam.Tokenizer) []hippocam.KnowledgeItem {
+	cost := func(its []hippocam.KnowledgeItem) int {
+		n := 0
+		for _, it := range its {
+			n += tok.Count("- ["+string(it.Evaluation)+"] "+it.Fact+"\n") + 1
+		}
+		return n
+	}
+	keyOf := func(it hippocam.KnowledgeItem) (string, bool) {
+		if k, _, ok := strings.Cut(it.Fact, " := "); ok {
+			return k, true
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(it.Fact, "detail "), engine.ImpressionSuffix), false
+	}
+	when := func(it hippocam.KnowledgeItem) int {
+		k, fact := keyOf(it)
+		if fact {
+			return last["fact "+k]
+		}
+		return last["impression "+k]
+	}
+	for cost(items) > size {
+		oldest := -1
+		for i, it := range items {
+			if _, fact := keyOf(it); fact && (oldest < 0 || when(it) < when(items[oldest])) {
+				oldest = i
+			}
+		}
+		if oldest < 0 {
+			break
+		}
+		k, _ := keyOf(items[oldest])
+		imp := "impression " + k
+		items = append(items[:oldest:oldest], items[oldest+1:]...)
+		if _, ok := last[imp]; !ok || last[imp] < last["fact "+k] {
+			last[imp] = last["fact "+k]
+		}
+		dup := false
+		for _, it := range items {
+			if it.Fact == impressionText(k) {
+				dup = true
+			}
+		}
+		if !dup {
+			items = append(items, hippocam.KnowledgeItem{Fact: impressionText(k), Evaluation: hippocam.EvalNeutral})
+		}
+	}
+	more := []hippocam.KnowledgeItem{{Fact: moreInArchive, Evaluation: hippocam.EvalNeutral}}
+	for len(items) > 0 && cost(append(items, more...)) > size {
+		oldest := 0
+		for i, it := range items {
+			if when(it) < when(items[oldest]) {
+				oldest = i
+			}
+		}
+		items = append(items[:oldest:oldest], items[oldest+1:]...)
+		if len(items) == 0 || cost(append(items, more...)) <= size {
+			items = append(items, more...)
+			break
+		}
+	}
+	return items
+}
+
+// fitSize reads the size a request names for the memory (the number after engine.FitMarker).
+func fitSize(instruction string) (int, bool) {
+	i := strings.Index(instruction, engine.FitMarker)
+	if i < 0 {
+		return 0, false
+	}
+	var n int
+	if _, err := fmt.Sscanf(instruction[i+len(engine.FitMarker):], "%d", &n); err != nil || n <= 0 {
+		return 0, false
+	}
+	return n, true
 }
 
 // runLine is the narrative line for n messages that no memory covers.

@@ -17,7 +17,11 @@ func precip(r *request) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
+	if key, ok := servedQuestion(instruction); ok {
+		return reinforce(r, lo, hi, key)
+	}
 	memory := []string{finishedLine(closingLabels(instruction))}
+	earlier := r.memoryFacts(lo)
 	var fromDetails, kept []string
 	for i := lo; i < hi; i++ {
 		if r.recallResult[i] {
@@ -27,6 +31,11 @@ func precip(r *request) (answer, error) {
 			switch l.kind {
 			case kindFact:
 				memory = append(memory, l.raw)
+				if old, seen := earlier[l.key]; seen && old != l.value {
+					// Revisions win visibly: say which earlier statement this one replaces.
+					memory = append(memory, "  "+engine.RevisesLine(factText(l.key, old)))
+					earlier[l.key] = l.value
+				}
 			case kindDetail:
 				fromDetails = append(fromDetails, l.key)
 			case kindImpression:
@@ -71,4 +80,80 @@ func finishedLine(labels []string) string {
 		quoted[i] = fmt.Sprintf("%q", l)
 	}
 	return undertakingDone + strings.Join(quoted, ", then ") + "."
+}
+
+// recalledLine opens the memory of reinforced evidence.
+const recalledLine = "I recalled from the archive what the question needed."
+
+// reinforce writes the memory of a step's recall exchanges [lo, hi) that served a question about
+// key: the fact or detail lines about key in their results, as fact lines (the latest of them),
+// unless a fact or detail line outside the exchanges and outside recall results states key.
+// Nothing else of the results survives.
+func reinforce(r *request, lo, hi int, key string) (answer, error) {
+	memory := []string{recalledLine}
+	stated := false
+	for i := range r.msgs[:len(r.msgs)-1] { // the last message is the instruction
+		if (i >= lo && i < hi) || r.recallResult[i] {
+			continue
+		}
+		for _, l := range r.lines(i) {
+			if (l.kind == kindFact || l.kind == kindDetail) && l.key == key {
+				stated = true
+			}
+		}
+	}
+	var found string
+	for i := lo; i < hi; i++ {
+		if r.msgs[i].Role != hippocam.RoleTool {
+			continue
+		}
+		for _, l := range r.lines(i) {
+			if (l.kind == kindFact || l.kind == kindDetail) && l.key == key {
+				found = factText(l.key, l.value)
+			}
+		}
+	}
+	if found != "" && !stated {
+		memory = append(memory, found)
+	}
+	return contractAnswer(r, engine.PrecipTool, engine.PrecipOutput{Memory: strings.Join(memory, "\n")})
+}
+
+// servedQuestion reads the KEY of the question a reinforcement request names (the last !ask or
+// !use on its engine.QuestionMarker line).
+func servedQuestion(instruction string) (string, bool) {
+	for _, s := range strings.Split(instruction, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(s), engine.QuestionMarker)
+		if !ok {
+			continue
+		}
+		at := max(strings.LastIndex(rest, "!ask "), strings.LastIndex(rest, "!use "))
+		if at < 0 {
+			return "", false
+		}
+		f := strings.Fields(rest[at+len("!ask "):])
+		if len(f) == 0 {
+			return "", false
+		}
+		key := strings.TrimRight(f[0], "»")
+		return key, key != ""
+	}
+	return "", false
+}
+
+// memoryFacts returns the facts that the memories before message lo state, the latest
+// statement of each key.
+func (r *request) memoryFacts(lo int) map[string]string {
+	facts := map[string]string{}
+	for i := 0; i < lo; i++ {
+		if !r.memory[i] {
+			continue
+		}
+		for _, l := range r.lines(i) {
+			if l.kind == kindFact {
+				facts[l.key] = l.value
+			}
+		}
+	}
+	return facts
 }

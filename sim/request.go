@@ -86,7 +86,10 @@ func (r *request) offers(name string) bool {
 // frame splits a JANUS, PRECIP or PALIM request into its material, messages [lo, hi), and the
 // text of the final instruction. The leading system messages are the component's prompt. The
 // engine's framing (engine/contract.go) ends every such request with one user message; anything
-// else is EINVALID, so that a framing mistake in the engine surfaces at once.
+// else is EINVALID, so that a framing mistake in the engine surfaces at once. When the
+// instruction names a span (engine.SpanLine), the material is that span: from the message its
+// start line quotes through the last message before the instruction, which its end line must
+// quote; a start that no message matches, or an end that does not match, is EINVALID too.
 func (r *request) frame(role hippocam.CallRole) (lo, hi int, instruction string, err error) {
 	n := len(r.msgs)
 	if n == 0 || r.msgs[n-1].Role != hippocam.RoleUser {
@@ -96,23 +99,145 @@ func (r *request) frame(role hippocam.CallRole) (lo, hi int, instruction string,
 		lo++
 	}
 	instruction = r.msgs[n-1].Content
-	if span := spanLength(instruction); span > 0 && n-1-span > lo {
-		lo = n - 1 - span // the material is the last messages of the shared prefix
+	start, end, ok, err := readSpan(instruction)
+	if err != nil {
+		return 0, 0, "", hippocam.Errorf(hippocam.EINVALID, "%s request: %v", role, err)
 	}
-	return lo, n - 1, instruction, nil
-}
-
-// spanLength reads "Span: the last N messages above." from an instruction (engine.SpanLine), or 0.
-func spanLength(instruction string) int {
-	for _, s := range strings.Split(instruction, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(s), engine.SpanPrefix); ok {
-			var n int
-			if _, err := fmt.Sscanf(rest, "%d", &n); err == nil && n > 0 {
-				return n
+	if !ok {
+		return lo, n - 1, instruction, nil
+	}
+	if lo >= n-1 || !end.matches(&r.msgs[n-2]) {
+		return 0, 0, "", hippocam.Errorf(hippocam.EINVALID, "%s request: the span's end line does not quote the last message before the instruction", role)
+	}
+	seen := 0
+	for i := n - 2; i >= lo; i-- {
+		if start.matches(&r.msgs[i]) {
+			if seen++; seen == start.nth {
+				return i, n - 1, instruction, nil
 			}
 		}
 	}
-	return 0
+	return 0, 0, "", hippocam.Errorf(hippocam.EINVALID, "%s request: no message matches the span's start line", role)
+}
+
+// spanQuote is a message as a span line quotes it (engine.SpanLine): its role, and its whole
+// text, the beginning of its text, or the tools it calls; nth counts matching messages back from
+// the end of the material (1: the latest).
+type spanQuote struct {
+	role  string
+	how   string // engine.SpanBegins, engine.SpanReads, engine.SpanCalls or engine.SpanCallArgs
+	text  string
+	whole bool // for engine.SpanCallArgs: text is all of the calls, not their beginning
+	nth   int
+}
+
+// matches reports whether m is a message the quote describes.
+func (q spanQuote) matches(m *hippocam.Message) bool {
+	if engine.SpanRole(m.Role) != q.role {
+		return false
+	}
+	text := engine.SpanText(m)
+	switch q.how {
+	case engine.SpanCalls:
+		return text == "" && len(m.ToolCalls) > 0 && engine.SpanCallNames(m) == q.text
+	case engine.SpanCallArgs:
+		if text != "" || len(m.ToolCalls) == 0 {
+			return false
+		}
+		if q.whole {
+			return engine.SpanCallText(m) == q.text
+		}
+		return strings.HasPrefix(engine.SpanCallText(m), q.text)
+	case engine.SpanReads:
+		return text == q.text
+	}
+	return strings.HasPrefix(text, q.text)
+}
+
+// readSpan reads the span's start and end lines from an instruction; ok is false when it names
+// no span (the whole material is the span). A start line without an end line, or a line that
+// does not parse, is an error.
+func readSpan(instruction string) (start, end spanQuote, ok bool, err error) {
+	var haveStart, haveEnd bool
+	for _, s := range strings.Split(instruction, "\n") {
+		s = strings.TrimSpace(s)
+		if rest, found := strings.CutPrefix(s, engine.SpanStartPrefix); found && !haveStart {
+			start, haveStart = spanQuote{nth: 1}, true
+			if rest, found = strings.CutPrefix(rest, "latest "); !found {
+				var suffix string
+				if _, err := fmt.Sscanf(rest, "%d%s latest ", &start.nth, &suffix); err != nil || start.nth < 1 {
+					return start, end, false, fmt.Errorf("cannot read the span's start line %q", s)
+				}
+				_, rest, _ = strings.Cut(rest, " latest ")
+			}
+			if rest, found = cutRole(rest, &start); !found {
+				return start, end, false, fmt.Errorf("cannot read the role in the span's start line %q", s)
+			}
+			if rest, found = strings.CutPrefix(rest, " above "); !found || !cutQuote(rest, &start) {
+				return start, end, false, fmt.Errorf("cannot read the quote in the span's start line %q", s)
+			}
+		}
+		if rest, found := strings.CutPrefix(s, engine.SpanEndPrefix); found && !haveEnd {
+			end, haveEnd = spanQuote{nth: 1}, true
+			if after, found := strings.CutPrefix(rest, "an "); found {
+				rest = after
+			} else {
+				rest = strings.TrimPrefix(rest, "a ")
+			}
+			if rest, found = cutRole(rest, &end); !found {
+				return start, end, false, fmt.Errorf("cannot read the role in the span's end line %q", s)
+			}
+			if !cutQuote(strings.TrimPrefix(rest, " "), &end) {
+				return start, end, false, fmt.Errorf("cannot read the quote in the span's end line %q", s)
+			}
+		}
+	}
+	if haveStart != haveEnd {
+		return start, end, false, fmt.Errorf("the span needs both a start line and an end line")
+	}
+	return start, end, haveStart, nil
+}
+
+// cutRole reads the role at the start of s into q.
+func cutRole(s string, q *spanQuote) (string, bool) {
+	for _, role := range []hippocam.Role{hippocam.RoleUser, hippocam.RoleAssistant, hippocam.RoleTool, hippocam.RoleSystem} {
+		if rest, ok := strings.CutPrefix(s, engine.SpanRole(role)); ok {
+			q.role = engine.SpanRole(role)
+			return rest, true
+		}
+	}
+	return s, false
+}
+
+// cutQuote reads `that begins "TEXT…"`, `that reads "TEXT"`, `that only calls tools: NAMES` or
+// `that only calls tools, with these arguments: CALLS` (ending with "…" when cut).
+func cutQuote(s string, q *spanQuote) bool {
+	if rest, ok := strings.CutPrefix(s, engine.SpanCalls); ok {
+		q.how, q.text = engine.SpanCalls, rest
+		return rest != ""
+	}
+	if rest, ok := strings.CutPrefix(s, engine.SpanCallArgs); ok {
+		var cut bool
+		q.how = engine.SpanCallArgs
+		q.text, cut = strings.CutSuffix(rest, engine.SpanEllipsis)
+		q.whole = !cut
+		return q.text != ""
+	}
+	for _, how := range []string{engine.SpanBegins, engine.SpanReads} {
+		rest, ok := strings.CutPrefix(s, how)
+		if !ok || len(rest) < 2 || rest[0] != '"' || rest[len(rest)-1] != '"' {
+			continue
+		}
+		q.how, q.text = how, rest[1:len(rest)-1]
+		if how == engine.SpanBegins {
+			var cut bool
+			if q.text, cut = strings.CutSuffix(q.text, engine.SpanEllipsis); !cut {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // answered reports whether message i closes the stretch of answered messages: an answer (an

@@ -103,7 +103,7 @@ func (m *Model) Answer(role hippocam.CallRole, msgs []hippocam.Message, tools []
 	case hippocam.CallPrecip:
 		a, err = precip(r)
 	case hippocam.CallPalim:
-		a, err = palim(r)
+		a, err = palim(r, m.tok)
 	default:
 		a, err = m.agent(r)
 	}

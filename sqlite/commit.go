@@ -96,8 +96,20 @@ func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent strin
 	if err != nil {
 		return false, err
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return false, err
+	}
+	if !hippocam.Searchable(m) {
+		return true, nil
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return false, err
+	}
+	// The index row goes in with the message, in the commit's transaction.
+	_, err = c.tx.ExecContext(ctx, `INSERT INTO message_search (rowid, scope, body) VALUES (?, ?, ?)`,
+		seq, searchScope(c.tenant, c.session), hippocam.SearchText(m))
+	return err == nil, err
 }
 
 func (c *commitTx) Taken(ctx context.Context, id, ref string) (idTaken, refTaken bool, err error) {

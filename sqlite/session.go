@@ -121,16 +121,27 @@ func (db *DB) FindSessions(ctx context.Context, tenant, hash string) ([]string, 
 	return ids, rows.Err()
 }
 
-// DeleteSession removes the session and, by cascade, all of its messages. ENOTFOUND if none.
+// DeleteSession removes the session and, by cascade, all of its messages, and their rows of the
+// search index, in one transaction. ENOTFOUND if none.
 func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
-	res, err := db.write.ExecContext(ctx, `DELETE FROM sessions WHERE tenant = ? AND id = ?`, tenant, id)
-	if err != nil {
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM message_search WHERE rowid IN
+			(SELECT seq FROM messages WHERE tenant = ? AND session_id = ?)`, tenant, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE tenant = ? AND id = ?`, tenant, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return sqlstore.SessionNotFound(id)
+		}
+		return nil
+	})
+	if err != nil && hippocam.ErrorCode(err) == hippocam.EINTERNAL {
 		return fmt.Errorf("sqlite: delete session: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: delete session: %w", err)
-	} else if n == 0 {
-		return sqlstore.SessionNotFound(id)
-	}
-	return nil
+	return err
 }

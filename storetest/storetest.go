@@ -33,6 +33,7 @@ func Run(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	t.Run("Copies", func(t *testing.T) { testCopies(t, open) })
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })
 	t.Run("Lossless", func(t *testing.T) { testLossless(t, open) })
+	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
 }
 
 func testCreateSession(t *testing.T, open func(t *testing.T) hippocam.Store) {

@@ -12,9 +12,10 @@ import (
 type Tx interface {
 	// ContextEnd returns the position after the context's last message: 0 for an empty context.
 	ContextEnd(ctx context.Context) (int64, error)
-	// Insert stores m at pos beneath parent ("" for the context) and reports whether it did:
-	// false, and no error, if the session already has a message with m's id. EINVALID if a
-	// field of m does not encode.
+	// Insert stores m at pos beneath parent ("" for the context), with its entry in the
+	// store's search index when hippocam.Searchable(m), and reports whether it did: false, and
+	// no error, if the session already has a message with m's id. EINVALID if a field of m does
+	// not encode.
 	Insert(ctx context.Context, m *hippocam.Message, parent string, pos int64) (bool, error)
 	// Taken reports whether the session already has a message with id, and one with ref.
 	Taken(ctx context.Context, id, ref string) (idTaken, refTaken bool, err error)

@@ -1,0 +1,93 @@
+package engine_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hippocam/hippocam/engine"
+)
+
+// longSession drives rounds of held-out-style work at W: nested intents opened and closed,
+// tool calls with large results, facts that are revised, details only the archive keeps, and
+// questions about any of them. keys bounds the distinct facts (a bounded set of entities when
+// small, thousands of distinct facts when large). It returns how many questions were answered
+// right and asked, and fails on any step error (a capacity error included).
+func longSession(t *testing.T, w, rounds, keys int, seed uint64) (right, asked int, last *engine.Result, c *conversation) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 7))
+	c = newConversation(t, mustEngine(t, engine.ForWindow(w), mustSim(t)))
+	value := map[string]string{}
+	var known []string
+	depth := 0
+	for r := 0; r < rounds; r++ {
+		switch {
+		case depth < 2 && r%9 == 0:
+			c.mustUser(fmt.Sprintf("#open Task %d | task %d is done\nWork on task %d.", r, r, r))
+			depth++
+		case depth > 0 && r%9 == 5:
+			c.mustUser(fmt.Sprintf("#close Task %d\n!say closed", r-5-(r-5)%9))
+			depth = max(0, depth-1)
+		case r%4 == 1:
+			k := fmt.Sprintf("d%d", r) // details are stated once (a serial, an owner), facts revised
+			v := fmt.Sprintf("v%d", r)
+			value[k] = "detail:" + v
+			known = append(known, k)
+			c.mustUser(fmt.Sprintf("!call read_file {\"path\":\"f%d\"}", r))
+			last = c.mustResults(fmt.Sprintf("detail %s := %s\n%s", k, v, filler(fmt.Sprintf("f%d", r), 25)))
+		case r%4 == 3 && len(known) > 0:
+			k := known[rng.IntN(len(known))]
+			want := value[k]
+			if len(want) > 7 && want[:7] == "detail:" {
+				want = want[7:]
+			}
+			res := c.mustUser("!ask " + k)
+			asked++
+			if res.Answer.Content == k+" := "+want {
+				right++
+			} else {
+				t.Logf("round %d: %q, want %s := %s", r, res.Answer.Content, k, want)
+			}
+			last = res
+		default:
+			k := fmt.Sprintf("k%d", rng.IntN(keys))
+			v := fmt.Sprintf("w%d", r)
+			value[k] = v
+			known = append(known, k)
+			last = c.mustUser(fmt.Sprintf("%s := %s\n!say noted", k, v))
+		}
+		if last != nil && last.MaxRequestTokens > w {
+			t.Fatalf("round %d: a request of %d tokens, over W = %d", r, last.MaxRequestTokens, w)
+		}
+	}
+	return right, asked, last, c
+}
+
+// Long sessions never jam: hundreds of rounds at W = 8,000 with a bounded set of entities replay
+// to the end with no capacity error and no request over W, every question answered right.
+func TestLongSessionNeverJams(t *testing.T) {
+	rounds := 400
+	if testing.Short() {
+		rounds = 120
+	}
+	right, asked, _, c := longSession(t, 8000, rounds, 40, 1)
+	if right != asked {
+		t.Fatalf("%d of %d questions right", right, asked)
+	}
+	c.checkLossless()
+}
+
+// Thousands of distinct facts at W = 8,000 over 1,000 rounds: knowledge outgrows any window, so
+// the least recently used recedes into the archive; nothing jams, and every question is
+// answered right (through impressions, or search once even those are gone).
+func TestLongSessionManyFacts(t *testing.T) {
+	rounds := 1000
+	if testing.Short() {
+		rounds = 200
+	}
+	right, asked, _, c := longSession(t, 8000, rounds, 5000, 2)
+	if right != asked {
+		t.Fatalf("%d of %d questions right", right, asked)
+	}
+	c.checkLossless()
+}

@@ -1,0 +1,85 @@
+package engine_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+)
+
+func readCall(args string) hippocam.Message {
+	return hippocam.Message{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{{ID: args, Name: "read_file", Arguments: args}}}
+}
+
+func spanMsg(role hippocam.Role, content string) hippocam.Message {
+	return hippocam.Message{Role: role, Kind: hippocam.KindRaw, Content: content}
+}
+
+// SpanLine names a span by quoting its first and last messages, never by a count, except for an
+// ordinal among word-for-word repeats of the first message inside the span.
+func TestSpanLine(t *testing.T) {
+	long := strings.Repeat("word ", 40) // 200 characters
+	call := hippocam.Message{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{{ID: "1", Name: "read_file"}, {ID: "2", Name: "grep"}}}
+	tests := []struct {
+		name       string
+		ctx        []hippocam.Message
+		lo         int
+		start, end string
+	}{
+		{"Short", []hippocam.Message{spanMsg("user", "a"), spanMsg("user", "b\n  c"), spanMsg("assistant", "done")}, 1,
+			`Span start: the latest user message above that reads "b c"`,
+			`Span end: the last message above, an assistant message that reads "done"`},
+		{"Long", []hippocam.Message{spanMsg("user", long+"x"), spanMsg("tool", strings.Repeat("z ", 100))}, 0,
+			`Span start: the latest user message above that begins "` + strings.TrimSpace(strings.Repeat("word ", 16)) + `…"`,
+			`Span end: the last message above, a tool result that begins "` + strings.TrimSpace(strings.Repeat("z ", 40)) + `…"`},
+		{"LongSharedOpening", []hippocam.Message{spanMsg("user", long+"x"), spanMsg("user", long+"y")}, 1,
+			`Span start: the latest user message above that reads "` + long + `y"`, ""},
+		{"RepeatBeforeOnly", []hippocam.Message{spanMsg("user", "ok"), spanMsg("user", "ok"), spanMsg("user", "b")}, 1,
+			`Span start: the latest user message above that reads "ok"`, ""},
+		{"RepeatInside", []hippocam.Message{spanMsg("user", "ok"), spanMsg("user", "b"), spanMsg("user", "ok"), spanMsg("user", "ok")}, 0,
+			`Span start: the 3rd latest user message above that reads "ok"`, ""},
+		{"ToolCalls", []hippocam.Message{spanMsg("user", "a"), call}, 1,
+			`Span start: the latest assistant message above that only calls tools: read_file, grep`, ""},
+		{"ToolCallsRepeated", []hippocam.Message{spanMsg("user", "a"), readCall(`{"path":"a"}`), spanMsg("tool", "x"), readCall(`{ "path": "b", "at": 1 }`), spanMsg("tool", "y")}, 3,
+			`Span start: the latest assistant message above that only calls tools, with these arguments: read_file {"at":1,"path":"b"}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := strings.Split(engine.SpanLine(tc.ctx, tc.lo, len(tc.ctx)), "\n")
+			if len(lines) != 3 || !strings.HasPrefix(lines[0], "Span: ") {
+				t.Fatalf("span lines %q", lines)
+			}
+			if lines[1] != tc.start {
+				t.Errorf("start line\n%s\nwant\n%s", lines[1], tc.start)
+			}
+			if tc.end != "" && lines[2] != tc.end {
+				t.Errorf("end line\n%s\nwant\n%s", lines[2], tc.end)
+			}
+		})
+	}
+}
+
+// No role prompt has a line that could be taken for one of the instruction's own lines.
+func TestPromptsHoldNoInstructionLines(t *testing.T) {
+	files, err := filepath.Glob("prompts/*.txt")
+	if err != nil || len(files) != 4 {
+		t.Fatalf("prompts: %v %v", files, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			l = strings.TrimSpace(l)
+			for _, marker := range []string{engine.SpanStartPrefix, engine.SpanEndPrefix, engine.ClosingPrefix, engine.ChainPrefix, engine.ConciseMarker} {
+				if strings.HasPrefix(l, marker) {
+					t.Errorf("%s: line %q starts with %q", f, l, marker)
+				}
+			}
+		}
+	}
+}
