@@ -56,9 +56,9 @@ func (st *step) componentNeed() int {
 	return st.componentFrame(janusPrompt, JanusToolSpec) + janusAnswerRoom(st.e.cfg.Window)
 }
 
-// janusAnswerRoom is the room kept for JANUS's answer (a few operations and a guidance line):
-// W/16, at most 1,024 tokens.
-func janusAnswerRoom(window int) int { return min(window/16, 1024) }
+// janusAnswerRoom is the room kept for JANUS's answer (operations and guidance): W/8, at most
+// 4,096 tokens, as for PALIM.
+func janusAnswerRoom(window int) int { return componentAnswerRoom(window) }
 
 // requestTokens is the size of the next main-model request.
 func (st *step) requestTokens() int {
@@ -314,14 +314,22 @@ func (st *step) recede(ctx context.Context) error {
 // the span was replaced.
 func (st *step) recedeSpan(ctx context.Context, lo, hi int) (bool, error) {
 	w := st.e.cfg.Window
-	size := tokens(st.s.Context[lo:hi])
 	over := st.needed() - int(st.e.cfg.Pressure*float64(w))
+	// PALIM reads the context up to the end of what it folds: fold the oldest part that its
+	// request can hold (the most recently brought forward knowledge, at the end, stays).
+	limit := w - st.componentFrame(palimPrompt, PalimToolSpec) - componentAnswerRoom(w)
+	for hi > lo && tokens(st.s.Context[:hi]) > limit {
+		_, hi = wholeExchanges(st.s.Context, lo, hi-1)
+	}
+	if hi <= lo || st.e.cfg.Ablations.NoPrefix {
+		return st.archiveOldest(lo, over)
+	}
+	size := tokens(st.s.Context[lo:hi])
 	target := max(size-over, minRecededMemory)
 	if target >= size {
 		return false, nil
 	}
-	limit := w - st.componentFrame(palimPrompt, PalimToolSpec) - componentAnswerRoom(w)
-	if tokens(st.s.Context[:hi]) <= limit && !st.e.cfg.Ablations.NoPrefix {
+	{
 		level := 1
 		for _, m := range st.s.Context[lo:hi] {
 			if m.Kind == hippocam.KindPrefixMemory {
@@ -345,10 +353,37 @@ func (st *step) recedeSpan(ctx context.Context, lo, hi int) (bool, error) {
 			return true, nil
 		}
 	}
+	return st.archiveOldest(lo, over)
+}
+
+// archiveOldest archives mechanically the oldest whole exchanges of the eligible prefix that
+// starts at lo, as many as save at least over tokens (or the whole prefix), when PALIM cannot do
+// it: archiveSpan, or the truncation mark under the no-prefix ablation.
+func (st *step) archiveOldest(lo, over int) (bool, error) {
+	c := st.s.Context
+	_, end := st.eligible(st.regionAt(lo), st.tailStart(false))
+	hi := lo
+	for hi < end && tokens(c[lo:hi]) < over+minRecededMemory {
+		hi++
+	}
+	lo, hi = wholeExchanges(c, lo, hi)
+	if hi <= lo {
+		return false, nil
+	}
 	if st.e.cfg.Ablations.NoPrefix {
 		return st.truncateSpan(lo, hi)
 	}
 	return st.archiveSpan(lo, hi)
+}
+
+// regionAt returns the region that holds context index i.
+func (st *step) regionAt(i int) region {
+	for _, r := range st.regions() {
+		if i >= r.lo && i < r.hi {
+			return r
+		}
+	}
+	return region{lo: i, hi: i}
 }
 
 // archiveSpan is the last resort that keeps a session from jamming when not even PALIM can read

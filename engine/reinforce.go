@@ -59,14 +59,28 @@ func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
 		}
 		exchanges[i] = m
 	}
-	before := c
 	next := make([]hippocam.Message, 0, len(c)+len(exchanges))
 	next = append(append(append(next, c[:ai]...), exchanges...), c[ai])
 	st.s.Context = next
 	lo, hi := ai, ai+len(exchanges)
+	// PRECIP reads the context up to the exchanges' end with its own frame: make room for it
+	// first by folding older regions, as pressure control does (the current round is protected).
+	need := func() int {
+		return tokens(st.s.Context[:len(st.s.Context)-1]) + st.componentFrame(precipPrompt, PrecipToolSpec) + answerRoom(hippocam.CallPrecip, st.e.cfg.Window)
+	}
+	for _, protectTail := range []bool{true, false} {
+		if need() <= st.e.cfg.Window {
+			break
+		}
+		if err := st.sweep(ctx, protectTail); err != nil {
+			st.dropExchanges(len(exchanges))
+			return err
+		}
+	}
+	lo, hi = len(st.s.Context)-1-len(exchanges), len(st.s.Context)-1
 	memory, err := st.recallMemory(ctx, lo, hi, st.question(lo), c[ai].Content)
 	if err != nil {
-		st.s.Context = before
+		st.dropExchanges(len(exchanges))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -88,6 +102,14 @@ func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
 	}
 	st.res.Reinforced++
 	return nil
+}
+
+// dropExchanges takes the n exchanges that reinforce put back before the answer (the context's
+// last message) out of the context again: they were never committed.
+func (st *step) dropExchanges(n int) {
+	c := st.s.Context
+	end := len(c) - 1
+	st.s.Context = append(c[:end-n:end-n], c[end])
 }
 
 // question returns the text of the user message the step answered: the last raw user message

@@ -48,7 +48,7 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 			ToolChoice: "none",
 		}
 		w := st.e.cfg.Window
-		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+componentAnswerRoom(w) > w {
+		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
 			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 		}
 		resp, err := st.componentCall(ctx, req)
@@ -154,9 +154,22 @@ func jsonObject(text string) (string, bool) {
 	return s[i : j+1], true
 }
 
-// componentAnswerRoom is the room a JANUS, PRECIP or PALIM request keeps for the answer: an
-// eighth of the window, at most 4,096 tokens.
+// componentAnswerRoom is the room a PALIM request keeps for the answer: an eighth of the window,
+// at most 4,096 tokens.
 func componentAnswerRoom(window int) int { return min(window/8, 4096) }
+
+// answerRoom is the room a component's request keeps for its answer: JANUS's is a few operations
+// and a line of guidance (janusAnswerRoom); PRECIP's a memory of one span, a twelfth of the
+// window at most 4,096; PALIM's componentAnswerRoom.
+func answerRoom(role hippocam.CallRole, window int) int {
+	switch role {
+	case hippocam.CallJanus:
+		return janusAnswerRoom(window)
+	case hippocam.CallPrecip:
+		return min(window/12, 4096)
+	}
+	return componentAnswerRoom(window)
+}
 
 // componentFrame is what a component request adds to the context it shares: the main model's
 // frame, the role prompt, the answer format and an instruction of typical length.
