@@ -321,11 +321,15 @@ func (st *step) recedeSpan(ctx context.Context, lo, hi int) (bool, error) {
 	for hi > lo && tokens(st.s.Context[:hi]) > limit {
 		_, hi = wholeExchanges(st.s.Context, lo, hi-1)
 	}
-	if hi <= lo || st.e.cfg.Ablations.NoPrefix {
+	size := 0
+	if hi > lo {
+		size = tokens(st.s.Context[lo:hi])
+	}
+	target := max(size-over, minRecededMemory)
+	if hi <= lo || st.e.cfg.Ablations.NoPrefix || size < 2*minRecededMemory {
+		// PALIM can read next to nothing of it: archive the oldest part instead.
 		return st.archiveOldest(lo, over)
 	}
-	size := tokens(st.s.Context[lo:hi])
-	target := max(size-over, minRecededMemory)
 	if target >= size {
 		return false, nil
 	}

@@ -90,13 +90,24 @@ func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
 		}
 		return nil
 	}
-	// Commit the exchanges ahead of the answer, then replace them by the memory.
-	n := len(st.ops)
-	appends := make([]hippocam.Op, len(exchanges))
-	for i, m := range exchanges {
-		appends[i] = hippocam.AppendOp(m)
+	// Commit the exchanges ahead of the answer (right before the op that appends it: folds made
+	// to give PRECIP room come after it), then replace them by the memory.
+	at := -1
+	for i := len(st.ops) - 1; i >= 0; i-- {
+		if a := st.ops[i].Append; a != nil && a.ID == st.res.Answer.ID {
+			at = i
+			break
+		}
 	}
-	st.ops = append(st.ops[:n-1:n-1], append(appends, st.ops[n-1])...)
+	if at < 0 {
+		st.dropExchanges(len(exchanges))
+		return nil
+	}
+	appends := make([]hippocam.Op, 0, len(exchanges)+len(st.ops)-at)
+	for _, m := range exchanges {
+		appends = append(appends, hippocam.AppendOp(m))
+	}
+	st.ops = append(st.ops[:at:at], append(appends, st.ops[at:]...)...)
 	if _, err := st.replace(lo, hi, memory); err != nil {
 		return err
 	}
