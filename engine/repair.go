@@ -32,11 +32,15 @@ func (e *errGaveUp) Error() string {
 func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, end int, instruction string, tool hippocam.Tool, accept func(args string) error) error {
 	msgs := st.requestPrefix(end)
 	tools := st.agentTools(true)
-	head := rolePrompt + "\n\n---\n\n"
-	format := "\n\nAnswer with one JSON object and nothing else, following this JSON Schema:\n" + string(tool.Parameters)
-	if st.e.cfg.SharedPrompts {
-		head = "Request for " + roleName(role) + " (see its role in the system message).\n\n"
-		format = "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
+	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
+	format := "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
+	if !st.e.cfg.SharedPrompts {
+		// Below SharedPromptsFrom the role's prompt travels in a system message of its own,
+		// right after Hippocam's: the role's requests then share their prefix with each other
+		// (a provider caches a JANUS call by the previous one), and the main model's window is
+		// not spent on prompts it never uses.
+		role := hippocam.Message{Role: hippocam.RoleSystem, Content: strings.TrimSpace(rolePrompt) + "\n\nSchema of the answer: " + string(tool.Parameters)}
+		msgs = append(append([]hippocam.Message{msgs[0], role}), msgs[1:]...)
 	}
 	text := instruction
 	var problem string
