@@ -40,7 +40,7 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		// (a provider caches a JANUS call by the previous one), and the main model's window is
 		// not spent on prompts it never uses.
 		role := hippocam.Message{Role: hippocam.RoleSystem, Content: strings.TrimSpace(rolePrompt) + "\n\nSchema of the answer: " + string(tool.Parameters)}
-		msgs = append(append([]hippocam.Message{msgs[0], role}), msgs[1:]...)
+		msgs = append([]hippocam.Message{msgs[0], role}, msgs[1:]...)
 	}
 	text := instruction
 	var problem string
