@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -31,6 +32,35 @@ type Engine struct {
 	model  hippocam.Model
 	tok    hippocam.Tokenizer
 	log    *slog.Logger
+	// tooLittle remembers spans (by session and first and last id) that PALIM, after its
+	// concise retries, could not fold by Δmin: the same span is not asked again in later steps.
+	// It lives in memory only; after a restart such a span is tried once more.
+	tooLittle *spanMemo
+}
+
+// spanMemo is a bounded set of span keys, safe for concurrent use.
+type spanMemo struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+// maxSpanMemo bounds spanMemo; when it is full it starts over.
+const maxSpanMemo = 100_000
+
+func (s *spanMemo) has(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[key]
+	return ok
+}
+
+func (s *spanMemo) add(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= maxSpanMemo {
+		s.m = map[string]struct{}{}
+	}
+	s.m[key] = struct{}{}
 }
 
 // New returns an engine. EINVALID if the configuration is out of range.
@@ -41,7 +71,8 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall)}, nil
+	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall),
+		tooLittle: &spanMemo{m: map[string]struct{}{}}}, nil
 }
 
 // Config returns the engine's configuration.

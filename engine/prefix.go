@@ -215,6 +215,10 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if st.failedFolds[key] {
 		return nil // this very span already failed in this step
 	}
+	memoKey := st.s.Tenant + "\x00" + st.s.ID + "\x00" + key
+	if st.e.tooLittle.has(memoKey) {
+		return nil // PALIM could not fold this very span small enough in an earlier step
+	}
 	size := tokens(st.s.Context[lo:hi])
 	memory, err := st.palim(ctx, lo, hi, size, level)
 	if err != nil {
@@ -231,6 +235,7 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if size-memory.Tokens < st.e.cfg.MinSaving {
 		st.e.log.Info("prefix consolidation saved too little; prefix kept", "tokens", size, "memory", memory.Tokens)
 		st.failedFolds[key] = true
+		st.e.tooLittle.add(memoKey)
 		return nil
 	}
 	if _, err := st.replace(lo, hi, memory); err != nil {
