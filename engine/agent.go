@@ -64,18 +64,6 @@ func (st *step) agentFrame(withRecall bool) int {
 	return st.frame[i]
 }
 
-// visible counts the context messages in [lo, hi) that requests carry (not the hidden marks):
-// how a component is told the length of its span.
-func (st *step) visible(lo, hi int) int {
-	n := 0
-	for _, m := range st.s.Context[lo:hi] {
-		if !m.Kind.Hidden() {
-			n++
-		}
-	}
-	return n
-}
-
 // agentRequest builds the main-model request over the current context.
 func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 	choice := st.in.ToolChoice

@@ -12,7 +12,7 @@ import (
 //
 //	K      = 2        minimum interaction rounds in the working tail
 //	B_min  = 4,096    working-tail token floor                 (3.2 % of W)
-//	α      = 0.20     working-tail token cap, as a fraction of W
+//	α      = 0.20     ceiling on the working tail, as a share of W
 //	q      = 0.95     quantile of observed round sizes
 //	E_min  = 2        new intent memories a prefix needs for an ordinary fold
 //	T_min  = 16,384   prefix size for an ordinary fold          (12.8 % of W)

@@ -111,7 +111,7 @@ var (
 	precipSchema = json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string","description":"The self-contained first-person memory that replaces the closed work."}},"required":["memory"]}`)
 	palimSchema  = json.RawMessage(`{"type":"object","properties":{` +
 		`"narrative":{"type":"string","description":"First person: what I did and what came of it, one undertaking at a time."},` +
-		`"knowledge":{"type":"array","items":{"type":"object","properties":{"fact":{"type":"string","description":"One statement about one subject, with every particular that identifies it."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"string","description":"When this fact replaces a different statement of the same subject made in an earlier memory, that earlier statement, quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
+		`"knowledge":{"type":"array","items":{"type":"object","properties":{"fact":{"type":"string","description":"A single claim about a single thing, carrying each particular (names, values, identifiers) that pins it down."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"string","description":"When this fact replaces a different statement of the same subject made in an earlier memory, that earlier statement, quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
 	recallSchema = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"A ref from a [ref:…] tag: a memory's ref opens the messages beneath it; a handle of a left-out message or page opens that."}},"required":["ref"]}`)
 )
 

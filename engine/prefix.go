@@ -12,13 +12,13 @@ import (
 
 // Algorithm 2 (seed 000, appendix B.1): ordinary and pressure-driven prefix consolidation.
 //
-//	ORDINARYCHECK(region): R ← the region's prefix before the working tail;
+//	ORDINARYCHECK(region): R ← what the region holds ahead of the working tail;
 //	                       FOLD(R) if R holds ≥ E_min intent memories and ≥ T_min tokens.
 //	PRESSURECONTROL:       P ← request tokens + quantile_q(round sizes);
 //	                       if P > ρW: SWEEP(protect the tail);
 //	                       still > W: SWEEP(protect only the unfinished round);
 //	                       still > W: capacity error before the main model is called.
-//	SWEEP(protection):     for each region from root to innermost: FOLD(R) if |R| > Δmin.
+//	SWEEP(protection):     regions outermost first, then inward: FOLD(R) if |R| > Δmin.
 //	FOLD(R):               whole tool exchanges only; m ← PALIM(R); ask for a more concise m up
 //	                       to J times while the saving is below Δmin; REPLACE only if
 //	                       |R| − |m| ≥ Δmin. A failed or rejected fold leaves R untouched.

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -34,7 +33,7 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := make([]hippocam.Message, 0, len(conv.Framing)+len(conv.Messages))
 	msgs = append(append(msgs, conv.Framing...), conv.Messages...)
-	rep, err := m.Answer(role, msgs, conv.Tools, conv.ToolChoice == "none", Digest(role, unstreamedBody(body)))
+	rep, err := m.Answer(role, msgs, conv.Tools, conv.ToolChoice == "none", Digest(role, withoutStream(body)))
 	if err != nil {
 		writeAnthropicFailure(w, err)
 		return
@@ -49,22 +48,6 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	anthropic.WriteResponse(w, model, id, &rep.Message, rep.FinishReason, rep.Usage)
-}
-
-// unstreamedBody returns body without its top-level "stream" member, members in key order, so
-// that a streamed request and a plain one have one digest. ReadRequest has checked that body is
-// a JSON object.
-func unstreamedBody(body []byte) []byte {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(body, &members) != nil {
-		return body
-	}
-	delete(members, "stream")
-	b, err := json.Marshal(members)
-	if err != nil {
-		return body
-	}
-	return b
 }
 
 // writeAnthropicFailure maps an error to its HTTP status and Anthropic's error body. Internal

@@ -178,7 +178,7 @@ func chatParts(content json.RawMessage) ([]hippocam.Part, error) {
 				return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: an image_url part needs image_url.url", j)
 			}
 			part.Type, part.Detail = hippocam.PartImage, p.ImageURL.Detail
-			part.MediaType, part.Data, part.URL = chatDataURL(p.ImageURL.URL)
+			part.MediaType, part.Data, part.URL = splitDataURL(p.ImageURL.URL)
 		case "input_audio":
 			if p.InputAudio == nil || p.InputAudio.Data == "" {
 				return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: an input_audio part needs input_audio.data", j)
@@ -189,28 +189,13 @@ func chatParts(content json.RawMessage) ([]hippocam.Part, error) {
 				return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: a file part needs file.file_data or file.file_id", j)
 			}
 			part.Type, part.FileID, part.Name = hippocam.PartFile, p.File.FileID, p.File.Filename
-			part.MediaType, part.Data, _ = chatDataURL(p.File.FileData)
+			part.MediaType, part.Data, _ = splitDataURL(p.File.FileData)
 		default:
 			return nil, hippocam.Errorf(hippocam.EINVALID, "content[%d]: unknown content part type %q", j, p.Type)
 		}
 		parts = append(parts, part)
 	}
 	return parts, nil
-}
-
-// chatDataURL splits "data:TYPE;base64,DATA" into its media type and data; any other text is
-// a URL.
-func chatDataURL(u string) (mediaType, data, url string) {
-	rest, ok := strings.CutPrefix(u, "data:")
-	if !ok {
-		return "", "", u
-	}
-	meta, payload, ok := strings.Cut(rest, ",")
-	if !ok {
-		return "", "", u
-	}
-	mediaType, _, _ = strings.Cut(meta, ";")
-	return mediaType, payload, ""
 }
 
 // chatToolChoice reads tool_choice: "auto", "none", "required" or a named function.
