@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,5 +122,52 @@ func TestReplaySummary(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// Through the binary: a detail reached through the archive and used (!use) is reinforced, so a
+// later question about it is answered with no recall or search (answer_recalls), and a detail
+// nothing names is searched for once.
+func TestReplayUseReinforces(t *testing.T) {
+	rows := func(tag string) string {
+		var b strings.Builder
+		for i := 0; i < 60; i++ {
+			fmt.Fprintf(&b, "row %04d | %s | item-%d | qty %d\n", i, tag, 1000+i*7, i%9+1)
+		}
+		return b.String()
+	}
+	msg := func(role, content string) string {
+		b, _ := json.Marshal(map[string]string{"role": role, "content": content})
+		return string(b) + "\n"
+	}
+	script := msg("user", "#open Read the exports | the exports are read\nStart.") +
+		msg("user", "!call read_file {\"path\":\"shop.csv\"}") +
+		msg("tool", "detail shop_owner := Dana\n"+rows("shop")) +
+		msg("user", "#close Read the exports\n!say read") +
+		msg("user", "!use shop_owner") +
+		msg("user", "later := 1\n!say noted") +
+		msg("user", "!ask shop_owner") +
+		msg("user", "!ask shop_manager")
+	file := filepath.Join(t.TempDir(), "use.jsonl")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runMain(t, "replay", "--scenario", file, "--context-window", "8000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r struct {
+		Answers       []string `json:"answers"`
+		AnswerRecalls []int    `json:"answer_recalls"`
+		Reinforced    int      `json:"reinforced"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(r.Answers, "|") != "shop_owner := Dana|shop_manager := unknown" || r.Reinforced < 1 {
+		t.Fatalf("answers %q, reinforced %d", r.Answers, r.Reinforced)
+	}
+	if len(r.AnswerRecalls) != 2 || r.AnswerRecalls[0] != 0 || r.AnswerRecalls[1] != 1 {
+		t.Fatalf("answer_recalls %v, want [0 1]: the used detail needs no recall, the unknown one a search", r.AnswerRecalls)
 	}
 }
