@@ -3,6 +3,8 @@ package hippocam
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
+	"unicode/utf8"
 )
 
 // Format names a wire format that messages arrive in or are sent in.
@@ -53,6 +55,9 @@ type Part struct {
 // sorted, numbers as written), so that two serializations of one value compare equal; text that
 // is not JSON is returned as it is.
 func CanonicalJSON(text string) string {
+	if isCanonicalJSON(text) {
+		return text
+	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
 	dec.UseNumber()
 	var v any
@@ -65,3 +70,214 @@ func CanonicalJSON(text string) string {
 	}
 	return string(b)
 }
+
+// isCanonicalJSON reports whether text is one JSON value already in the form CanonicalJSON
+// gives (json.Marshal of what encoding/json decodes it to), so that nothing need be decoded: no
+// space outside strings, the keys of every object in strictly increasing order, and strings
+// written exactly as json.Marshal writes them. It may report false for some canonical texts
+// (keys with escapes, objects nested very deep); CanonicalJSON then takes the long way.
+func isCanonicalJSON(text string) bool {
+	c := canonicalScan{s: text}
+	return c.value(0) && c.i == len(text)
+}
+
+// canonicalScan reads a JSON text for isCanonicalJSON.
+type canonicalScan struct {
+	s string
+	i int
+}
+
+// canonicalDepth bounds the nesting isCanonicalJSON follows.
+const canonicalDepth = 100
+
+func (c *canonicalScan) value(depth int) bool {
+	if c.i >= len(c.s) || depth > canonicalDepth {
+		return false
+	}
+	switch b := c.s[c.i]; {
+	case b == '{':
+		return c.object(depth)
+	case b == '[':
+		c.i++
+		if c.i < len(c.s) && c.s[c.i] == ']' {
+			c.i++
+			return true
+		}
+		for {
+			if !c.value(depth + 1) {
+				return false
+			}
+			if c.i < len(c.s) && c.s[c.i] == ',' {
+				c.i++
+				continue
+			}
+			if c.i < len(c.s) && c.s[c.i] == ']' {
+				c.i++
+				return true
+			}
+			return false
+		}
+	case b == '"':
+		_, ok := c.str()
+		return ok
+	case b == 't':
+		return c.lit("true")
+	case b == 'f':
+		return c.lit("false")
+	case b == 'n':
+		return c.lit("null")
+	default:
+		return c.number()
+	}
+}
+
+func (c *canonicalScan) object(depth int) bool {
+	c.i++
+	if c.i < len(c.s) && c.s[c.i] == '}' {
+		c.i++
+		return true
+	}
+	prev, first := "", true
+	for {
+		if c.i >= len(c.s) || c.s[c.i] != '"' {
+			return false
+		}
+		key, ok := c.str()
+		if !ok || strings.IndexByte(key, '\\') >= 0 || (!first && key <= prev) {
+			return false
+		}
+		prev, first = key, false
+		if c.i >= len(c.s) || c.s[c.i] != ':' {
+			return false
+		}
+		c.i++
+		if !c.value(depth + 1) {
+			return false
+		}
+		if c.i < len(c.s) && c.s[c.i] == ',' {
+			c.i++
+			continue
+		}
+		if c.i < len(c.s) && c.s[c.i] == '}' {
+			c.i++
+			return true
+		}
+		return false
+	}
+}
+
+func (c *canonicalScan) lit(word string) bool {
+	if !strings.HasPrefix(c.s[c.i:], word) {
+		return false
+	}
+	c.i += len(word)
+	return true
+}
+
+// str reads a string literal and returns what is between its quotes. It reports false unless
+// every byte is written as json.Marshal writes it: printable ASCII other than <, > and & as it
+// is, valid UTF-8 other than U+2028 and U+2029 as it is, and everything else by the one escape
+// json.Marshal uses for it.
+func (c *canonicalScan) str() (string, bool) {
+	start := c.i + 1
+	for i := start; i < len(c.s); {
+		b := c.s[i]
+		switch {
+		case b == '"':
+			c.i = i + 1
+			return c.s[start:i], true
+		case b == '\\':
+			n := canonicalEscape(c.s[i:])
+			if n == 0 {
+				return "", false
+			}
+			i += n
+		case b < 0x20 || b == '<' || b == '>' || b == '&':
+			return "", false
+		case b < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRuneInString(c.s[i:])
+			if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+				return "", false
+			}
+			i += size
+		}
+	}
+	return "", false
+}
+
+// canonicalEscape returns the length of the escape s starts with when it is the one json.Marshal
+// writes for the character it stands for, else 0.
+func canonicalEscape(s string) int {
+	if len(s) < 2 {
+		return 0
+	}
+	switch s[1] {
+	case '"', '\\', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+		if len(s) < 6 {
+			return 0
+		}
+		switch u := s[2:6]; u {
+		case "003c", "003e", "0026", "2028", "2029":
+			return 6
+		default:
+			// Control characters without a short escape, as \u00XX in lower case.
+			if u[0] == '0' && u[1] == '0' && (u[2] == '0' || u[2] == '1') && isLowerHex(u[3]) {
+				switch u[2:] {
+				case "08", "09", "0a", "0c", "0d":
+					return 0
+				}
+				return 6
+			}
+		}
+	}
+	return 0
+}
+
+func isLowerHex(b byte) bool { return '0' <= b && b <= '9' || 'a' <= b && b <= 'f' }
+
+// number reads a number literal as the JSON grammar has it.
+func (c *canonicalScan) number() bool {
+	s, i := c.s, c.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || !isDigit(s[i]) {
+			return false
+		}
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || !isDigit(s[i]) {
+			return false
+		}
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+	}
+	c.i = i
+	return true
+}
+
+func isDigit(b byte) bool { return '0' <= b && b <= '9' }

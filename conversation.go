@@ -1,6 +1,7 @@
 package hippocam
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -33,6 +34,9 @@ type Conversation struct {
 	// continues (previous_response_id).
 	Store    bool
 	Previous string
+	// Hashes, when set, is TranscriptChain("", Messages): a reader that remembers earlier
+	// requests fills it in from the hashes it kept for the messages they share.
+	Hashes []string
 }
 
 // CheckText returns an EINVALID error when body is not valid UTF-8 or holds a JSON escape of a
@@ -44,7 +48,14 @@ func CheckText(body []byte) error {
 	}
 	for i := 0; i+5 < len(body); i++ {
 		if body[i] != '\\' {
-			continue
+			k := bytes.IndexByte(body[i:], '\\')
+			if k < 0 {
+				break
+			}
+			i += k
+			if i+5 >= len(body) {
+				break
+			}
 		}
 		if body[i+1] != 'u' {
 			i++ // skip the escaped character, so that "\\u" is not read as an escape

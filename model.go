@@ -15,6 +15,10 @@ const (
 	CallJanus  CallRole = "janus"  // intent maintenance
 	CallPrecip CallRole = "precip" // intent consolidation
 	CallPalim  CallRole = "palim"  // prefix consolidation
+	// CallSpeculative accounts for main-model calls made beside JANUS and thrown away because
+	// JANUS changed the context (engine/speculate.go). It never names a request: those calls are
+	// sent as CallAgent.
+	CallSpeculative CallRole = "speculative"
 )
 
 // RoleHeader is the HTTP header that carries a call's CallRole.
@@ -54,6 +58,15 @@ type Response struct {
 // cannot be reached or keeps failing, and EINVALID when it rejects the request.
 type Model interface {
 	Complete(ctx context.Context, req *Request) (*Response, error)
+}
+
+// StreamModel is a Model that can deliver its answer as it is produced (docs/architecture.md §7).
+// CompleteStream is Complete, except that fn is called, in order, with each piece of the
+// answer's text as it arrives (never with tool calls: the Response carries them whole). An error
+// from fn ends the call and is returned. The Response is the whole answer, as Complete's.
+type StreamModel interface {
+	Model
+	CompleteStream(ctx context.Context, req *Request, fn func(text string) error) (*Response, error)
 }
 
 // Tokenizer counts tokens offline.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -14,6 +15,10 @@ import (
 type Session struct {
 	Tenant string `json:"tenant"`
 	ID     string `json:"id"`
+	// UID is the session's creation identity, set by Store.CreateSession: a session deleted and
+	// created again under the same id gets another, and a Store refuses a commit whose snapshot
+	// carries a UID that is not the stored session's (docs/storage.md).
+	UID string `json:"-"`
 	// Context is C: the messages the main model sees, in order. It is the tree's first layer.
 	Context []Message `json:"context"`
 	// Stack is the intent stack I.
@@ -29,6 +34,9 @@ type Session struct {
 	Consolidations Consolidations `json:"consolidations"`
 	// Transcript fingerprints the conversation as the agent sees it (see Transcript).
 	Transcript Transcript `json:"transcript"`
+	// Pending is the consolidation the last steps left for after their answers (jobs.go); nil
+	// when there is none.
+	Pending *Pending `json:"pending,omitempty"`
 	// Seq is the last number used for a message id or a ref in this session.
 	Seq int64 `json:"seq"`
 	// Version increases with every committed change; a commit names the version it started from.
@@ -83,15 +91,26 @@ func (s *Session) AddRound(tokens int) {
 }
 
 // Clone returns a deep enough copy of s for an engine step to work on: slices the step may
-// modify are copied, messages themselves are immutable and shared.
+// modify are copied, messages themselves are immutable and shared. The context is shared too,
+// copy on write: the clone's slice has no room beyond its length, so that its first append
+// copies it (a session of 10,000 messages is not copied three times per request). Code that
+// changes a context must therefore append to it or build a new slice, never assign to its
+// elements before its first append.
 func (s *Session) Clone() *Session {
 	c := *s
-	c.Context = append([]Message(nil), s.Context...)
+	c.Context = slices.Clip(s.Context)
 	c.Stack = append(IntentStack(nil), s.Stack...)
 	c.StackLog = append([]StackEvent(nil), s.StackLog...)
 	c.Rounds = append([]int(nil), s.Rounds...)
 	c.Usage = s.Usage.Clone()
 	c.Transcript.Framing = append([]Message(nil), s.Transcript.Framing...)
+	if s.Pending != nil {
+		p := Pending{Closures: append([]ClosedSpan(nil), s.Pending.Closures...), Start: s.Pending.Start}
+		if r := s.Pending.Reinforce; r != nil {
+			p.Reinforce = &Reinforcement{Answer: r.Answer}
+		}
+		c.Pending = &p
+	}
 	return &c
 }
 
@@ -113,6 +132,8 @@ type SessionInfo struct {
 type Change struct {
 	From int64 `json:"from"`
 	Ops  []Op  `json:"ops"`
+	// Jobs are enqueued in the commit's transaction (JobQueue); only Kind and Payload are read.
+	Jobs []Job `json:"jobs,omitempty"`
 }
 
 // Op is one context operation: an append, or a REPLACE (Alg. 1) of the span of context messages
@@ -168,11 +189,8 @@ type Fork struct {
 
 // FramingHash fingerprints a framing: the roles, texts and parts of its messages.
 func FramingHash(framing []Message) string {
-	h := ""
-	for i := range framing {
-		h = TranscriptHash(h, &framing[i])
-	}
-	return h
+	chain := TranscriptChain("", framing)
+	return chain[len(chain)-1]
 }
 
 // TranscriptHash extends the chained hash prev by one message, over what the agent can resend
@@ -180,28 +198,67 @@ func FramingHash(framing []Message) string {
 // count as JSON values (CanonicalJSON), so a client that re-serializes them continues the same
 // transcript.
 func TranscriptHash(prev string, m *Message) string {
-	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write([]byte(s))
+	return hex.EncodeToString(transcriptSum(nil, []byte(prev), m))
+}
+
+// TranscriptChain returns TranscriptHash chained over msgs from prev: element 0 is prev and
+// element i the hash after msgs[:i]. The hashes share one allocation.
+func TranscriptChain(prev string, msgs []Message) []string {
+	chain := make([]string, len(msgs)+1)
+	chain[0] = prev
+	if len(msgs) == 0 {
+		return chain
 	}
-	field(prev)
-	field(string(m.Role))
-	field(m.Content)
-	field(m.ToolCallID)
+	const size = 2 * transcriptSumSize
+	hexes := make([]byte, 0, len(msgs)*size)
+	last := []byte(prev)
+	var buf []byte
+	for i := range msgs {
+		buf = appendTranscriptFields(buf[:0], last, &msgs[i])
+		sum := sha256.Sum256(buf)
+		hexes = hex.AppendEncode(hexes, sum[:transcriptSumSize])
+		last = hexes[len(hexes)-size:]
+	}
+	all := string(hexes)
+	for i := range msgs {
+		chain[i+1] = all[i*size : (i+1)*size]
+	}
+	return chain
+}
+
+// transcriptSumSize is how many bytes of the SHA-256 sum a transcript hash keeps (in hex, twice
+// as many characters).
+const transcriptSumSize = 16
+
+// transcriptSum appends the sum TranscriptHash encodes to dst.
+func transcriptSum(dst, prev []byte, m *Message) []byte {
+	sum := sha256.Sum256(appendTranscriptFields(nil, prev, m))
+	return append(dst, sum[:transcriptSumSize]...)
+}
+
+// appendTranscriptFields appends what TranscriptHash hashes, each field as appendField writes it.
+func appendTranscriptFields(b, prev []byte, m *Message) []byte {
+	b = appendField(b, prev)
+	b = appendField(b, m.Role)
+	b = appendField(b, m.Content)
+	b = appendField(b, m.ToolCallID)
 	for _, c := range m.ToolCalls {
-		field(c.ID)
-		field(c.Name)
-		field(CanonicalJSON(c.Arguments))
+		b = appendField(b, c.ID)
+		b = appendField(b, c.Name)
+		b = appendField(b, CanonicalJSON(c.Arguments))
 	}
 	for _, p := range m.Parts {
-		field(p.Type)
-		field(p.MediaType)
-		field(p.Data)
-		field(p.URL)
-		field(p.FileID)
+		b = appendField(b, p.Type)
+		b = appendField(b, p.MediaType)
+		b = appendField(b, p.Data)
+		b = appendField(b, p.URL)
+		b = appendField(b, p.FileID)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	return b
+}
+
+// appendField appends one hashed field: its length (8 bytes, big-endian), then its bytes.
+func appendField[S ~string | ~[]byte](b []byte, s S) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }

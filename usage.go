@@ -1,5 +1,10 @@
 package hippocam
 
+import (
+	"maps"
+	"slices"
+)
+
 // CallUsage is what one model call consumed. CachedInput is the part of Input the provider
 // served from its prompt cache.
 type CallUsage struct {
@@ -47,7 +52,9 @@ func (u Usage) Merge(o Usage) {
 // Total sums all roles.
 func (u Usage) Total() RoleUsage {
 	var t RoleUsage
-	for _, x := range u {
+	// In role order: float sums in map order would differ from call to call.
+	for _, role := range slices.Sorted(maps.Keys(u)) {
+		x := u[role]
 		t.Calls += x.Calls
 		t.Input += x.Input
 		t.CachedInput += x.CachedInput

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,15 +13,31 @@ import (
 	"github.com/hippocam/hippocam/internal/httpretry"
 )
 
-// Stream sends req as a streamed Messages request, calls onText with every piece of text as it
-// arrives (onText may be nil), and returns the whole answer as Complete would.
-//
-// Attempts are repeated, as for Complete, until the first piece of text has reached onText: a
-// stream that breaks, or sends an error event such as overloaded_error, before that is tried
-// again; after it the error is EUNAVAILABLE. Config.Timeout bounds the wait for the headers
-// and every pause between two lines. Errors otherwise as for Complete; a stream that ends
-// without message_stop is EUNAVAILABLE.
+var _ hippocam.StreamModel = (*Client)(nil)
+
+// Stream is CompleteStream with a callback that cannot fail; onText may be nil.
 func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(string)) (*hippocam.Response, error) {
+	return c.CompleteStream(ctx, req, func(text string) error {
+		if onText != nil {
+			onText(text)
+		}
+		return nil
+	})
+}
+
+// CompleteStream implements hippocam.StreamModel: it sends req as a streamed Messages request
+// (stream: true), calls fn with every piece of text (text_delta) as it arrives, and returns the
+// whole answer as Complete would: tool_use blocks assembled from their input_json_delta pieces,
+// thinking and other blocks as Parts, the stop reason, and the usage of message_start and
+// message_delta, cache reads and writes included. fn may be nil. An error from fn ends the
+// stream and is returned wrapped, with no retry.
+//
+// Attempts are repeated, as for Complete, until the first piece of text has reached fn: a
+// stream that breaks, or sends an error event such as overloaded_error, before that is tried
+// again; after it the error is EUNAVAILABLE, so fn never sees a piece twice. Config.Timeout
+// bounds the wait for the headers and every pause between two lines. Errors otherwise as for
+// Complete; a stream that ends without message_stop is EUNAVAILABLE.
+func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn func(text string) error) (*hippocam.Response, error) {
 	body, err := c.requestBody(req, true)
 	if err != nil {
 		return nil, err
@@ -29,15 +46,26 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(
 	err = c.do(ctx, &exchange{
 		op: "messages stream", body: body, role: roleOf(req), accept: "text/event-stream",
 		read: func(resp *http.Response, a *httpretry.Attempt) error {
-			asm = &assembler{onText: onText}
+			asm = &assembler{onText: fn}
 			return readEvents(resp.Body, a, asm)
 		},
 	})
 	if err != nil {
+		var cb callbackError
+		if errors.As(err, &cb) {
+			return nil, fmt.Errorf("stream callback: %w", cb.err)
+		}
 		return nil, err
 	}
 	return asm.response()
 }
+
+// callbackError carries an error of CompleteStream's callback through the event reader. It has
+// no Unwrap on purpose: the retry loop must not take what the callback returned for a failure
+// of the endpoint.
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
 
 // readEvents reads the server-sent events of body and gives each to asm, until message_stop or
 // the end of the body. Failures before any text reached the caller are transient; after it
@@ -75,9 +103,10 @@ func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 
 // assembler builds the whole answer from a stream's events.
 type assembler struct {
-	onText  func(string)
+	onText  func(string) error
 	blocks  []Block
 	args    map[int]*strings.Builder // partial input of tool_use blocks, by index
+	text    map[int]*strings.Builder // text of text blocks, by index (joined once, at the end)
 	usage   Usage
 	stop    string
 	events  int
@@ -98,6 +127,7 @@ func (s *assembler) add(ev *Event) error {
 			return unreadable(fmt.Sprintf("content_block_start %d out of order", ev.Index))
 		}
 		b := *ev.ContentBlock
+		delete(s.text, ev.Index)
 		if b.Type == BlockToolUse {
 			b.Input = nil
 			if s.args == nil {
@@ -114,7 +144,7 @@ func (s *assembler) add(ev *Event) error {
 		if ev.Delta == nil || ev.Index < 0 || ev.Index >= len(s.blocks) {
 			return unreadable(fmt.Sprintf("content_block_delta for block %d, which did not start", ev.Index))
 		}
-		s.delta(ev.Index, ev.Delta)
+		return s.delta(ev.Index, ev.Delta)
 	case EventMessageDelta:
 		if ev.Delta != nil && ev.Delta.StopReason != nil {
 			s.stop = *ev.Delta.StopReason
@@ -132,16 +162,28 @@ func (s *assembler) add(ev *Event) error {
 	return nil
 }
 
-// delta applies one content_block_delta to block i.
-func (s *assembler) delta(i int, d *Delta) {
+// delta applies one content_block_delta to block i; the error is the callback's, as a
+// callbackError.
+func (s *assembler) delta(i int, d *Delta) error {
 	b := &s.blocks[i]
 	switch d.Type {
 	case deltaText:
-		b.Text += d.Text
 		if d.Text != "" {
+			if s.text == nil {
+				s.text = map[int]*strings.Builder{}
+			}
+			sb := s.text[i]
+			if sb == nil {
+				sb = &strings.Builder{}
+				sb.WriteString(b.Text)
+				s.text[i] = sb
+			}
+			sb.WriteString(d.Text)
 			s.texts++
 			if s.onText != nil {
-				s.onText(d.Text)
+				if err := s.onText(d.Text); err != nil {
+					return callbackError{err}
+				}
 			}
 		}
 	case deltaInputJSON:
@@ -153,6 +195,7 @@ func (s *assembler) delta(i int, d *Delta) {
 	case deltaSignature:
 		b.Signature += d.Signature
 	}
+	return nil
 }
 
 // response returns the assembled answer.
@@ -160,6 +203,9 @@ func (s *assembler) response() (*hippocam.Response, error) {
 	raws := make([]json.RawMessage, len(s.blocks))
 	for i := range s.blocks {
 		b := &s.blocks[i]
+		if sb := s.text[i]; sb != nil && b.Type == BlockText {
+			b.Text = sb.String()
+		}
 		if sb := s.args[i]; sb != nil {
 			b.Input = json.RawMessage(sb.String())
 			continue

@@ -67,6 +67,9 @@ type Turn struct {
 	MaxRequestTokens int
 	Overflow         bool
 	RecallCalls      int
+	// Speculation is how the engine's main call started beside JANUS ended ("stood",
+	// "redone"), or "" (no speculation, or not the engine).
+	Speculation string
 	// EngineTime is the policy's own time in the step, model calls excluded.
 	EngineTime time.Duration
 }

@@ -6,6 +6,7 @@ package bench
 // archive on each store.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,6 +90,19 @@ type OverheadConfig struct {
 	// PostgresDSN names the database for the Postgres RECALL row, measured in a fresh schema
 	// that is dropped afterwards. Empty: the row is skipped and the report's notes say so.
 	PostgresDSN string
+	// Provider is the upstream's latency in the provider run (default 400 ms to first byte,
+	// then 80 tokens per second). ProviderSteps is how many steps of the agentic workload it
+	// replays (default 60; quick: 12). StartProxy starts the Hippocam it measures (nil: the
+	// httpapi server in this process, as the zero-latency rows use).
+	Provider      sim.Latency
+	ProviderSteps int
+	StartProxy    StartProxy
+	// ProviderWindow is the proxy's context window W in the provider run (default 16,000, the
+	// context benchmark's; at least 6,000); the agentic workload is generated at 16 W, and the
+	// run stops early when its steps run out.
+	ProviderWindow int
+	// ProviderOnly runs the provider run alone: no zero-latency rows, throughput or RECALL.
+	ProviderOnly bool
 	// Quick selects the smaller defaults, for CI.
 	Quick bool
 	// Progress, when set, is told how far each stage is ("proxy 1000", "throughput hippocam",
@@ -116,6 +131,11 @@ func (c OverheadConfig) withDefaults() OverheadConfig {
 	pick(&c.SessionRequests, DefaultOverheadSessionRequests, QuickOverheadSessionRequests)
 	pick(&c.RecallArchived, DefaultRecallArchived, QuickRecallArchived)
 	pick(&c.RecallSamples, DefaultRecallSamples, QuickRecallSamples)
+	pick(&c.ProviderSteps, DefaultProviderSteps, QuickProviderSteps)
+	pick(&c.ProviderWindow, DefaultProviderWindow, DefaultProviderWindow)
+	if c.Provider.Zero() {
+		c.Provider = sim.Latency{TTFT: DefaultProviderTTFT, TokensPerSecond: DefaultProviderTokensPerSecond}
+	}
 	return c
 }
 
@@ -127,8 +147,14 @@ func (c OverheadConfig) Validate() error {
 			return hippocam.Errorf(hippocam.EINVALID, "overhead: session size %d: at least one message", n)
 		}
 	}
-	if c.Samples < 0 || c.Concurrency < 0 || c.SessionRequests < 0 || c.RecallArchived < 0 || c.RecallSamples < 0 {
-		return hippocam.Errorf(hippocam.EINVALID, "overhead: samples, concurrency, requests and archive size must not be negative")
+	if c.Samples < 0 || c.Concurrency < 0 || c.SessionRequests < 0 || c.RecallArchived < 0 || c.RecallSamples < 0 || c.ProviderSteps < 0 {
+		return hippocam.Errorf(hippocam.EINVALID, "overhead: samples, concurrency, requests, steps and archive size must not be negative")
+	}
+	if c.ProviderWindow != 0 && c.ProviderWindow < 6000 {
+		return hippocam.Errorf(hippocam.EINVALID, "overhead: provider window %d is too small for the agentic workload (at least 6000 tokens)", c.ProviderWindow)
+	}
+	if err := c.Provider.Validate(); err != nil {
+		return hippocam.Errorf(hippocam.EINVALID, "overhead: provider %s", hippocam.ErrorMessage(err))
 	}
 	return nil
 }
@@ -140,6 +166,8 @@ type OverheadReport struct {
 	Throughput OverheadThroughput `json:"throughput"`
 	Recall     []OverheadRecall   `json:"recall"`
 	Search     []OverheadSearch   `json:"search"`
+	// Provider is the run at a provider's latency, streamed, over the agentic workload.
+	Provider *OverheadProvider `json:"provider,omitempty"`
 	// Notes say what was skipped and how the figures were taken.
 	Notes     []string `json:"notes,omitempty"`
 	CPUs      int      `json:"cpus"`
@@ -202,10 +230,11 @@ type OverheadRecall struct {
 }
 
 // RunOverhead measures the proxy's added latency at each size, the throughput under concurrent
-// sessions, and RECALL and search on SQLite and (with a DSN) Postgres. Everything runs in this process on
-// loopback; temporary files and the Postgres schema are removed before it returns. EINVALID for
-// a bad configuration; EUNAVAILABLE when Postgres cannot be reached; otherwise the first
-// failure of a stage, wrapped with its name.
+// sessions, RECALL and search on SQLite and (with a DSN) Postgres, and the provider run (only
+// that one with ProviderOnly). Everything runs in this process on loopback; temporary files and
+// the Postgres schema are removed before it returns. EINVALID for a bad configuration;
+// EUNAVAILABLE when Postgres cannot be reached; otherwise the first failure of a stage, wrapped
+// with its name.
 func RunOverhead(ctx context.Context, c OverheadConfig) (*OverheadReport, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -214,25 +243,45 @@ func RunOverhead(ctx context.Context, c OverheadConfig) (*OverheadReport, error)
 	began := time.Now()
 	rep := &OverheadReport{CPUs: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
 	prog := newOverheadProgress(c.Progress)
+	if !c.ProviderOnly {
+		if err := runZeroLatency(ctx, c, rep, prog); err != nil {
+			return nil, err
+		}
+	}
+	p, err := runProvider(ctx, c, prog)
+	if err != nil {
+		return nil, fmt.Errorf("overhead: provider run: %w", err)
+	}
+	rep.Provider = p
+	rep.Notes = append(rep.Notes, fmt.Sprintf("provider: the first %d steps of the agentic workload (seed 1, %d tokens, W = %d), each sent streamed through both proxies at once; "+
+		"the upstream waits %v before its first byte, then produces %g tokens per second; ttfb is the first content byte (text or tool call) at the client",
+		p.Steps, 16*c.ProviderWindow, c.ProviderWindow, c.Provider.TTFT, c.Provider.TokensPerSecond))
+	rep.Seconds = roundSeconds(time.Since(began))
+	return rep, nil
+}
+
+// runZeroLatency runs the stages with an upstream that answers at once: the proxy rows, the
+// throughput, RECALL and search.
+func runZeroLatency(ctx context.Context, c OverheadConfig, rep *OverheadReport, prog *overheadProgress) error {
 	rig, err := newProxyRig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("overhead: %w", err)
+		return fmt.Errorf("overhead: %w", err)
 	}
 	defer rig.Close()
 	for _, size := range c.Sizes {
 		row, err := rig.latency(ctx, size, c.Samples, prog)
 		if err != nil {
-			return nil, fmt.Errorf("overhead: proxy at %d messages: %w", size, err)
+			return fmt.Errorf("overhead: proxy at %d messages: %w", size, err)
 		}
 		rep.Proxy = append(rep.Proxy, row)
 	}
 	if rep.Throughput, err = rig.throughput(ctx, c.Concurrency, c.SessionRequests, prog); err != nil {
-		return nil, fmt.Errorf("overhead: throughput: %w", err)
+		return fmt.Errorf("overhead: throughput: %w", err)
 	}
 	rig.Close()
 	row, search, err := recallSQLite(ctx, c.RecallArchived, c.RecallSamples, prog)
 	if err != nil {
-		return nil, fmt.Errorf("overhead: recall on sqlite: %w", err)
+		return fmt.Errorf("overhead: recall on sqlite: %w", err)
 	}
 	rep.Recall, rep.Search = append(rep.Recall, row), append(rep.Search, search)
 	if c.PostgresDSN == "" {
@@ -240,7 +289,7 @@ func RunOverhead(ctx context.Context, c OverheadConfig) (*OverheadReport, error)
 	} else {
 		row, search, err := recallPostgres(ctx, c.PostgresDSN, c.RecallArchived, c.RecallSamples, prog)
 		if err != nil {
-			return nil, fmt.Errorf("overhead: recall on postgres: %w", err)
+			return fmt.Errorf("overhead: recall on postgres: %w", err)
 		}
 		rep.Recall, rep.Search = append(rep.Recall, row), append(rep.Search, search)
 	}
@@ -249,34 +298,21 @@ func RunOverhead(ctx context.Context, c OverheadConfig) (*OverheadReport, error)
 		"upstream: the simulated model (sim) on a loopback HTTP server, no added delay; its own serving time is included in both columns",
 		"recall: archive bulk-loaded in the stores' schema, then read through the store's Children",
 		"search: the same archive, each leaf holding a key of its own and a tag shared by one leaf in 1,000; queries through the store's Search for the latest 9 hits")
-	rep.Seconds = roundSeconds(time.Since(began))
-	return rep, nil
+	return nil
 }
 
-// Markdown renders the report as four tables.
+// Markdown renders the report as tables: the zero-latency rows, throughput, RECALL and search
+// (when they ran) and the provider run.
 func (r *OverheadReport) Markdown() string {
 	var b strings.Builder
-	b.WriteString("| session messages | Hippocam p50 ms | Hippocam p99 ms | bare p50 ms | bare p99 ms | added p99 ms | p99 ratio |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, p := range r.Proxy {
-		fmt.Fprintf(&b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f× |\n",
-			p.SessionMessages, p.P50Ms, p.P99Ms, p.BareP50Ms, p.BareP99Ms, p.AddedP99Ms, p.RatioP99)
+	if len(r.Proxy) > 0 {
+		r.zeroLatencyMarkdown(&b)
 	}
-	t := r.Throughput
-	b.WriteString("\n| sessions | requests | Hippocam req/s | p50 ms | p99 ms | bare req/s | bare p50 ms | bare p99 ms |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	fmt.Fprintf(&b, "| %d | %d | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f |\n",
-		t.Sessions, t.Requests, t.RequestsPerSecond, t.P50Ms, t.P99Ms, t.BareRequestsPerSecond, t.BareP50Ms, t.BareP99Ms)
-	b.WriteString("\n| store | archived | refs | mean children | RECALL p50 ms | RECALL p99 ms |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
-	for _, rc := range r.Recall {
-		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %.3f | %.3f |\n", rc.Store, rc.Archived, rc.Refs, rc.MeanChildren, rc.P50Ms, rc.P99Ms)
-	}
-	b.WriteString("\n| store | archived | index MB | key p50 ms | key p99 ms | tag p50 ms | tag p99 ms | common word p50 ms | common word p99 ms |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, s := range r.Search {
-		fmt.Fprintf(&b, "| %s | %d | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", s.Store, s.Archived, float64(s.IndexBytes)/(1<<20),
-			s.KeyP50Ms, s.KeyP99Ms, s.TagP50Ms, s.TagP99Ms, s.CommonP50Ms, s.CommonP99Ms)
+	if p := r.Provider; p != nil {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		p.markdown(&b)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n- %s", n)
@@ -285,6 +321,81 @@ func (r *OverheadReport) Markdown() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+func (r *OverheadReport) zeroLatencyMarkdown(b *strings.Builder) {
+	b.WriteString("| session messages | Hippocam p50 ms | Hippocam p99 ms | bare p50 ms | bare p99 ms | added p99 ms | p99 ratio |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, p := range r.Proxy {
+		fmt.Fprintf(b, "| %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f× |\n",
+			p.SessionMessages, p.P50Ms, p.P99Ms, p.BareP50Ms, p.BareP99Ms, p.AddedP99Ms, p.RatioP99)
+	}
+	t := r.Throughput
+	b.WriteString("\n| sessions | requests | Hippocam req/s | p50 ms | p99 ms | bare req/s | bare p50 ms | bare p99 ms |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(b, "| %d | %d | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f |\n",
+		t.Sessions, t.Requests, t.RequestsPerSecond, t.P50Ms, t.P99Ms, t.BareRequestsPerSecond, t.BareP50Ms, t.BareP99Ms)
+	b.WriteString("\n| store | archived | refs | mean children | RECALL p50 ms | RECALL p99 ms |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	for _, rc := range r.Recall {
+		fmt.Fprintf(b, "| %s | %d | %d | %.1f | %.3f | %.3f |\n", rc.Store, rc.Archived, rc.Refs, rc.MeanChildren, rc.P50Ms, rc.P99Ms)
+	}
+	b.WriteString("\n| store | archived | index MB | key p50 ms | key p99 ms | tag p50 ms | tag p99 ms | common word p50 ms | common word p99 ms |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range r.Search {
+		fmt.Fprintf(b, "| %s | %d | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", s.Store, s.Archived, float64(s.IndexBytes)/(1<<20),
+			s.KeyP50Ms, s.KeyP99Ms, s.TagP50Ms, s.TagP99Ms, s.CommonP50Ms, s.CommonP99Ms)
+	}
+}
+
+// markdown renders the provider run: time to first byte and total time against the bare proxy,
+// with the targets, then what the steps waited for.
+func (p *OverheadProvider) markdown(b *strings.Builder) {
+	fmt.Fprintf(b, "Provider latency %.0f ms to first byte, %g tokens/s; %d streamed steps of the %s workload, W = %d:\n\n",
+		p.UpstreamTTFTMs, p.UpstreamTokensPerSecond, p.Steps, p.Workload, p.ContextWindow)
+	b.WriteString("| | Hippocam ms | bare ms | ratio | target |\n|---|---:|---:|---:|---|\n")
+	row := func(what string, hip, bare, ratio, target float64) {
+		verdict := "—"
+		if target > 0 {
+			verdict = fmt.Sprintf("≤ %g×: met", target)
+			if ratio > target {
+				verdict = fmt.Sprintf("≤ %g×: **missed**", target)
+			}
+		}
+		fmt.Fprintf(b, "| %s | %.1f | %.1f | %.2f× | %s |\n", what, hip, bare, ratio, verdict)
+	}
+	row("time to first byte p50", p.TTFBP50Ms, p.BareTTFBP50Ms, p.RatioTTFBP50, TargetRatioTTFBP50)
+	row("time to first byte p99", p.TTFBP99Ms, p.BareTTFBP99Ms, p.RatioTTFBP99, TargetRatioTTFBP99)
+	row("total p50", p.TotalP50Ms, p.BareTotalP50Ms, p.RatioTotalP50, TargetRatioTotalP50)
+	row("total p99", p.TotalP99Ms, p.BareTotalP99Ms, p.RatioTotalP99, 0)
+	fmt.Fprintf(b, "\nSteps that waited for consolidation: %.1f %% (%d for a running job, %d ran it themselves); "+
+		"main calls made again after speculative JANUS: %.1f %% (%d, %d stood); %d consolidations; %.2f upstream calls per step (%s).\n",
+		100*p.ShareWaited, p.WaitsRunning, p.WaitsInline, 100*p.ShareRedone, p.SpeculativeRedone, p.SpeculativeStood,
+		p.Consolidations, p.UpstreamCallsPerStep, rolesText(p.UpstreamCallsByRole))
+}
+
+// rolesText lists call counts by role, in role order.
+func rolesText(calls map[string]int) string {
+	var parts []string
+	for _, r := range []hippocam.CallRole{hippocam.CallJanus, hippocam.CallAgent, hippocam.CallPrecip, hippocam.CallPalim} {
+		if n := calls[string(r)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	var others []string
+	for r := range calls {
+		if !slices.Contains([]string{"janus", "agent", "precip", "palim"}, r) {
+			others = append(others, r)
+		}
+	}
+	slices.Sort(others)
+	for _, r := range others {
+		parts = append(parts, fmt.Sprintf("%s %d", r, calls[r]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // overheadProgress serializes calls to a Progress callback.
@@ -676,3 +787,558 @@ const recallLoadBatch = 20_000
 
 // recallLeafContent is an archived raw message's text: about the size of a short tool result.
 var recallLeafContent = strings.Repeat("a line of tool output, with ünïcode; ", 12)
+
+// The provider run (`hippocam bench overhead`, issue 9): the agentic workload's steps replayed,
+// streamed, through Hippocam and through the bare proxy at once, in front of one simulated
+// upstream that answers at a hosted provider's pace. Every request is timed at the client to its
+// first content byte and to its end; the proxy's /metrics say how often a step waited for
+// consolidation or made its main call again.
+
+// Defaults of the provider run; Quick ones where they differ.
+const (
+	DefaultProviderTTFT            = 400 * time.Millisecond
+	DefaultProviderTokensPerSecond = 80
+	DefaultProviderSteps           = 60
+	QuickProviderSteps             = 12
+)
+
+// DefaultProviderWindow is the context window of the provider run unless one is given: the
+// context benchmark's, so that the agentic workload folds as it does there.
+const DefaultProviderWindow = DefaultWindow
+
+// providerSession names the session of the provider run.
+const providerSession = "provider"
+
+// StartProxy starts a Hippocam proxy whose upstream is the OpenAI-compatible base URL upstream
+// (ending in /v1), with context window window, and returns the proxy's base URL (no /v1) and a
+// function that stops it and removes what it stored.
+type StartProxy func(ctx context.Context, upstream string, window int) (base string, stop func() error, err error)
+
+// The Prometheus series the provider run reads from the proxy's /metrics. A series the proxy
+// does not expose counts as 0.
+const (
+	metricWaits       = "hippocam_consolidation_waits_total"
+	metricSpeculative = "hippocam_speculative_total"
+)
+
+// OverheadProvider is the provider run: Steps steps of the agentic workload, each request sent
+// streamed through Hippocam and the bare proxy at the same moment. TTFB is the time from sending
+// the request to the first byte of the answer's content (text or a tool call) in the stream, total
+// the time to the stream's end, both at the client. Ratios are Hippocam's figure over the bare
+// proxy's. The counters are the differences of the proxy's /metrics across the run (0 where the
+// proxy has no such series); the shares divide them by Steps.
+type OverheadProvider struct {
+	UpstreamTTFTMs          float64        `json:"upstream_ttft_ms"`
+	UpstreamTokensPerSecond float64        `json:"upstream_tokens_per_second"`
+	Workload                string         `json:"workload"`
+	ContextWindow           int            `json:"context_window"`
+	Steps                   int            `json:"steps"`
+	TTFBP50Ms               float64        `json:"ttfb_p50_ms"`
+	TTFBP99Ms               float64        `json:"ttfb_p99_ms"`
+	TotalP50Ms              float64        `json:"total_p50_ms"`
+	TotalP99Ms              float64        `json:"total_p99_ms"`
+	BareTTFBP50Ms           float64        `json:"bare_ttfb_p50_ms"`
+	BareTTFBP99Ms           float64        `json:"bare_ttfb_p99_ms"`
+	BareTotalP50Ms          float64        `json:"bare_total_p50_ms"`
+	BareTotalP99Ms          float64        `json:"bare_total_p99_ms"`
+	RatioTTFBP50            float64        `json:"ratio_ttfb_p50"`
+	RatioTTFBP99            float64        `json:"ratio_ttfb_p99"`
+	RatioTotalP50           float64        `json:"ratio_total_p50"`
+	RatioTotalP99           float64        `json:"ratio_total_p99"`
+	WaitsRunning            int            `json:"consolidation_waits_running"`
+	WaitsInline             int            `json:"consolidation_waits_inline"`
+	SpeculativeStood        int            `json:"speculative_stood"`
+	SpeculativeRedone       int            `json:"speculative_redone"`
+	ShareWaited             float64        `json:"share_waited"`
+	ShareRedone             float64        `json:"share_redone"`
+	Consolidations          int            `json:"consolidations"`
+	UpstreamCallsPerStep    float64        `json:"upstream_calls_per_step"`
+	UpstreamCallsByRole     map[string]int `json:"upstream_calls_by_role"`
+	// Requests are the timings of every step, in order, for the plots.
+	Requests []OverheadStep `json:"requests"`
+	Seconds  float64        `json:"seconds"`
+}
+
+// OverheadStep is one step of the provider run: its request's time to first content byte and
+// total time through each proxy, in milliseconds.
+type OverheadStep struct {
+	Step        int     `json:"step"`
+	TTFBMs      float64 `json:"ttfb_ms"`
+	TotalMs     float64 `json:"total_ms"`
+	BareTTFBMs  float64 `json:"bare_ttfb_ms"`
+	BareTotalMs float64 `json:"bare_total_ms"`
+}
+
+// Targets of the provider run (issue 9), reported, not asserted: Hippocam's TTFB p50 and total
+// p50 within 1.15× the bare proxy's, its TTFB p99 within 2×.
+const (
+	TargetRatioTTFBP50  = 1.15
+	TargetRatioTTFBP99  = 2
+	TargetRatioTotalP50 = 1.15
+)
+
+// providerRig is the provider run's servers: the paced simulated model, Hippocam in front of it
+// and the bare proxy.
+type providerRig struct {
+	up     *httptest.Server
+	bare   *httptest.Server
+	hippo  string // Hippocam's base URL
+	stop   func() error
+	client *http.Client
+	// calls counts the upstream requests that came from Hippocam (they name their role), by role.
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func newProviderRig(ctx context.Context, lat sim.Latency, window int, start StartProxy) (_ *providerRig, err error) {
+	tok, err := tokenizer.Default()
+	if err != nil {
+		return nil, err
+	}
+	model := sim.New(tok)
+	if err := model.SetLatency(lat); err != nil {
+		return nil, err
+	}
+	r := &providerRig{client: &http.Client{Transport: loopbackTransport()}, calls: map[string]int{}}
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	h := model.Handler()
+	r.up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if role := req.Header.Get(hippocam.RoleHeader); role != "" {
+			r.mu.Lock()
+			r.calls[role]++
+			r.mu.Unlock()
+		}
+		h.ServeHTTP(w, req)
+	}))
+	target, err := url.Parse(r.up.URL)
+	if err != nil {
+		return nil, err
+	}
+	bare := httputil.NewSingleHostReverseProxy(target)
+	bare.Transport, bare.FlushInterval = loopbackTransport(), -1
+	r.bare = httptest.NewServer(bare)
+	if start == nil {
+		start = startInProcessProxy
+	}
+	if r.hippo, r.stop, err = start(ctx, r.up.URL+"/v1", window); err != nil {
+		return nil, fmt.Errorf("start the proxy: %w", err)
+	}
+	return r, nil
+}
+
+// Close stops the servers.
+func (r *providerRig) Close() {
+	if r.stop != nil {
+		r.stop()
+		r.stop = nil
+	}
+	for _, s := range []*httptest.Server{r.bare, r.up} {
+		if s != nil {
+			s.Close()
+		}
+	}
+}
+
+// startInProcessProxy is the StartProxy of a run that names none: the httpapi server with the
+// engine and a SQLite store in a temporary directory, as the zero-latency rows build it.
+func startInProcessProxy(ctx context.Context, upstream string, window int) (string, func() error, error) {
+	tok, err := tokenizer.Default()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "hippocam-provider-")
+	if err != nil {
+		return "", nil, err
+	}
+	store := sqlite.New(filepath.Join(dir, "hippocam.db"))
+	fail := func(err error) (string, func() error, error) {
+		store.Close()
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	if err := store.Open(ctx); err != nil {
+		return fail(err)
+	}
+	mcfg := openai.DefaultConfig()
+	mcfg.BaseURL, mcfg.Model, mcfg.MaxRetries = upstream, sim.ModelID, 0
+	mcfg.HTTPClient = &http.Client{Transport: loopbackTransport()}
+	client, err := openai.New(mcfg)
+	if err != nil {
+		return fail(err)
+	}
+	e, err := engine.New(engine.ForWindow(window), client, tok, nil)
+	if err != nil {
+		return fail(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: store, Upstream: client, Metrics: httpapi.NewMetrics()})
+	if err != nil {
+		return fail(err)
+	}
+	hs := httptest.NewServer(srv)
+	return hs.URL, func() error {
+		hs.Close()
+		err := store.Close()
+		os.RemoveAll(dir)
+		return err
+	}, nil
+}
+
+// runProvider replays c.ProviderSteps steps of the agentic workload through both proxies at
+// latency c.Provider.
+func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) (*OverheadProvider, error) {
+	began := time.Now()
+	lat, steps := c.Provider, c.ProviderSteps
+	tok, err := tokenizer.Default()
+	if err != nil {
+		return nil, err
+	}
+	rig, err := newProviderRig(ctx, lat, c.ProviderWindow, c.StartProxy)
+	if err != nil {
+		return nil, err
+	}
+	defer rig.Close()
+	before, err := rig.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := Agentic(1, 16*c.ProviderWindow, tok)
+	p := &OverheadProvider{UpstreamTTFTMs: float64(lat.TTFT.Milliseconds()), UpstreamTokensPerSecond: lat.TokensPerSecond,
+		Workload: w.Name, ContextWindow: c.ProviderWindow}
+	var hip, bare [2]timings // time to first content byte, total
+	var history []wire.ChatMessage
+	var pending []string
+	for _, line := range w.Lines {
+		if p.Steps == steps {
+			break
+		}
+		m := wire.ChatMessage{Role: string(line.Role), Content: wire.StringContent(line.Content)}
+		if line.Role == hippocam.RoleTool {
+			if len(pending) == 0 {
+				return nil, fmt.Errorf("workload line %d: a tool result, but the last answer calls no tool", line.Number)
+			}
+			m.ToolCallID, pending = pending[0], pending[1:]
+			if history = append(history, m); len(pending) > 0 {
+				continue
+			}
+		} else {
+			if len(pending) > 0 {
+				return nil, fmt.Errorf("workload line %d: a user message, but %d tool calls wait for results", line.Number, len(pending))
+			}
+			history = append(history, m)
+		}
+		h, b, err := rig.step(ctx, history)
+		if err != nil {
+			return nil, fmt.Errorf("step %d (workload line %d): %w", p.Steps+1, line.Number, err)
+		}
+		p.Steps++
+		hip[0], hip[1] = append(hip[0], h.ttfb), append(hip[1], h.total)
+		bare[0], bare[1] = append(bare[0], b.ttfb), append(bare[1], b.total)
+		p.Requests = append(p.Requests, OverheadStep{Step: p.Steps, TTFBMs: durationMs(h.ttfb), TotalMs: durationMs(h.total),
+			BareTTFBMs: durationMs(b.ttfb), BareTotalMs: durationMs(b.total)})
+		history = append(history, h.answer)
+		pending = pending[:0]
+		for _, c := range h.answer.ToolCalls {
+			pending = append(pending, c.ID)
+		}
+		prog.report("provider", p.Steps, steps)
+	}
+	after, err := rig.metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.fill(hip, bare)
+	p.count(before, after, rig.upstreamCalls())
+	p.Seconds = roundSeconds(time.Since(began))
+	return p, nil
+}
+
+// fill sets the quantiles and ratios from the timings of both proxies.
+func (p *OverheadProvider) fill(hip, bare [2]timings) {
+	p.TTFBP50Ms, p.TTFBP99Ms = hip[0].quantileMs(0.50), hip[0].quantileMs(0.99)
+	p.TotalP50Ms, p.TotalP99Ms = hip[1].quantileMs(0.50), hip[1].quantileMs(0.99)
+	p.BareTTFBP50Ms, p.BareTTFBP99Ms = bare[0].quantileMs(0.50), bare[0].quantileMs(0.99)
+	p.BareTotalP50Ms, p.BareTotalP99Ms = bare[1].quantileMs(0.50), bare[1].quantileMs(0.99)
+	p.RatioTTFBP50, p.RatioTTFBP99 = latencyRatio(p.TTFBP50Ms, p.BareTTFBP50Ms), latencyRatio(p.TTFBP99Ms, p.BareTTFBP99Ms)
+	p.RatioTotalP50, p.RatioTotalP99 = latencyRatio(p.TotalP50Ms, p.BareTotalP50Ms), latencyRatio(p.TotalP99Ms, p.BareTotalP99Ms)
+}
+
+// count sets the counters from the proxy's metrics before and after the run and the upstream
+// calls Hippocam made, by role.
+func (p *OverheadProvider) count(before, after promSeries, calls map[string]int) {
+	delta := func(name, label, value string) int {
+		return int(math.Round(after.sum(name, label, value) - before.sum(name, label, value)))
+	}
+	p.WaitsRunning, p.WaitsInline = delta(metricWaits, "how", "running"), delta(metricWaits, "how", "inline")
+	p.SpeculativeStood, p.SpeculativeRedone = delta(metricSpeculative, "outcome", "stood"), delta(metricSpeculative, "outcome", "redone")
+	p.Consolidations = delta("hippocam_consolidations_total", "", "")
+	steps := float64(max(1, p.Steps))
+	p.ShareWaited = math.Round(float64(p.WaitsRunning+p.WaitsInline)/steps*1000) / 1000
+	p.ShareRedone = math.Round(float64(p.SpeculativeRedone)/steps*1000) / 1000
+	p.UpstreamCallsByRole = calls
+	total := 0
+	for _, n := range calls {
+		total += n
+	}
+	p.UpstreamCallsPerStep = math.Round(float64(total)/steps*100) / 100
+}
+
+// durationMs is d in milliseconds, rounded to the microsecond.
+func durationMs(d time.Duration) float64 { return roundMs(float64(d.Nanoseconds()) / 1e6) }
+
+// upstreamCalls returns a copy of the counts of Hippocam's upstream calls by role.
+func (r *providerRig) upstreamCalls() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.calls))
+	for k, v := range r.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// streamed is one timed streamed exchange: the answer as the client keeps it, the time to its
+// first content byte and the time to the end of the stream.
+type streamed struct {
+	answer      wire.ChatMessage
+	ttfb, total time.Duration
+}
+
+// step sends the history, streamed, through Hippocam and the bare proxy at the same moment.
+func (r *providerRig) step(ctx context.Context, history []wire.ChatMessage) (hip, bare streamed, err error) {
+	body, err := json.Marshal(wire.ChatRequest{Model: sim.ModelID, Messages: history, Stream: true,
+		StreamOptions: &wire.StreamOptions{IncludeUsage: true}})
+	if err != nil {
+		return hip, bare, err
+	}
+	var wg sync.WaitGroup
+	var bareErr error
+	wg.Go(func() { bare, bareErr = r.stream(ctx, r.bare.URL, body) })
+	hip, err = r.stream(ctx, r.hippo, body)
+	wg.Wait()
+	if err != nil {
+		return hip, bare, fmt.Errorf("through Hippocam: %w", err)
+	}
+	if bareErr != nil {
+		return hip, bare, fmt.Errorf("through the bare proxy: %w", bareErr)
+	}
+	return hip, bare, nil
+}
+
+// stream posts a streamed chat request to base and reads the events as they come.
+func (r *providerRig) stream(ctx context.Context, base string, body []byte) (streamed, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return streamed{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(httpapi.SessionHeader, providerSession)
+	t0 := time.Now()
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return streamed{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(resp.Body)
+		return streamed{}, fmt.Errorf("status %d: %.300s", resp.StatusCode, data)
+	}
+	return readTimedStream(resp.Body, t0)
+}
+
+// readTimedStream reads a chat completion's events up to "data: [DONE]", assembling the answer
+// (text joined, tool calls merged by index) and timing, from t0, the first event that carries
+// content and the end. An error event or a stream that ends early is an error.
+func readTimedStream(body io.Reader, t0 time.Time) (streamed, error) {
+	var s streamed
+	var text strings.Builder
+	calls := map[int]*wire.ToolCall{}
+	br := bufio.NewReaderSize(body, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
+		data = bytes.TrimSpace(data)
+		switch {
+		case !ok || len(data) == 0:
+		case string(data) == "[DONE]":
+			s.total = time.Since(t0)
+			if s.ttfb == 0 {
+				s.ttfb = s.total // an empty answer: its first byte is its end
+			}
+			s.answer = assembled(text.String(), calls)
+			return s, nil
+		default:
+			var ev struct {
+				wire.ChatChunk
+				Error *wire.ErrorBody `json:"error"`
+			}
+			if jerr := json.Unmarshal(data, &ev); jerr != nil {
+				return s, fmt.Errorf("event %.200s: %v", data, jerr)
+			}
+			if ev.Error != nil {
+				return s, fmt.Errorf("error event: %s", ev.Error.Message)
+			}
+			for _, ch := range ev.Choices {
+				if ch.Delta.Content != nil && *ch.Delta.Content != "" || len(ch.Delta.ToolCalls) > 0 {
+					if s.ttfb == 0 {
+						s.ttfb = time.Since(t0)
+					}
+				}
+				if ch.Delta.Content != nil {
+					text.WriteString(*ch.Delta.Content)
+				}
+				for _, d := range ch.Delta.ToolCalls {
+					if d.Index == nil {
+						return s, fmt.Errorf("a tool-call delta without an index")
+					}
+					tc := calls[*d.Index]
+					if tc == nil {
+						tc = &wire.ToolCall{Type: "function"}
+						calls[*d.Index] = tc
+					}
+					if d.ID != "" {
+						tc.ID = d.ID
+					}
+					tc.Function.Name += d.Function.Name
+					tc.Function.Arguments += d.Function.Arguments
+				}
+			}
+		}
+		if err == io.EOF {
+			return s, fmt.Errorf("the stream ended without data: [DONE]")
+		} else if err != nil {
+			return s, fmt.Errorf("the stream broke off: %w", err)
+		}
+	}
+}
+
+// assembled is a streamed answer as the client resends it: content null when it only calls
+// tools, tool calls in index order.
+func assembled(text string, calls map[int]*wire.ToolCall) wire.ChatMessage {
+	m := wire.ChatMessage{Role: string(hippocam.RoleAssistant), Content: wire.StringContent(text)}
+	idx := make([]int, 0, len(calls))
+	for i := range calls {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		m.ToolCalls = append(m.ToolCalls, *calls[i])
+	}
+	if text == "" && len(m.ToolCalls) > 0 {
+		m.Content = json.RawMessage("null")
+	}
+	return m
+}
+
+// metrics reads Hippocam's /metrics.
+func (r *providerRig) metrics(ctx context.Context) (promSeries, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.hippo+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: status %d", resp.StatusCode)
+	}
+	return readPromText(resp.Body)
+}
+
+// promSeries are the samples of a Prometheus text exposition.
+type promSeries []promSample
+
+// promSample is one line of it: a metric name, its labels and its value.
+type promSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// sum adds the values of the series of name whose label has the given value ("" label: every
+// series of name).
+func (s promSeries) sum(name, label, value string) float64 {
+	total := 0.0
+	for _, x := range s {
+		if x.name == name && (label == "" || x.labels[label] == value) {
+			total += x.value
+		}
+	}
+	return total
+}
+
+// readPromText reads the text exposition format: `name{label="value",…} value [timestamp]`
+// lines; comments and blank lines are skipped. A line it cannot read is an error.
+func readPromText(r io.Reader) (promSeries, error) {
+	var out promSeries
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		x, err := readPromSample(line)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %d: %v", n, err)
+		}
+		out = append(out, x)
+	}
+	return out, sc.Err()
+}
+
+func readPromSample(line string) (promSample, error) {
+	x := promSample{labels: map[string]string{}}
+	end := strings.IndexAny(line, "{ ")
+	if end <= 0 {
+		return x, fmt.Errorf("no value in %q", line)
+	}
+	x.name, line = line[:end], line[end:]
+	if strings.HasPrefix(line, "{") {
+		line = line[1:]
+		for {
+			line = strings.TrimLeft(line, " ,")
+			if strings.HasPrefix(line, "}") {
+				line = line[1:]
+				break
+			}
+			eq := strings.Index(line, `="`)
+			if eq <= 0 {
+				return x, fmt.Errorf("cannot read the labels of %s", x.name)
+			}
+			key := strings.TrimSpace(line[:eq])
+			var val strings.Builder
+			i := eq + 2
+			for ; i < len(line) && line[i] != '"'; i++ {
+				if line[i] == '\\' && i+1 < len(line) {
+					i++
+					if line[i] == 'n' {
+						val.WriteByte('\n')
+						continue
+					}
+				}
+				val.WriteByte(line[i])
+			}
+			if i >= len(line) {
+				return x, fmt.Errorf("an unterminated label value in %s", x.name)
+			}
+			x.labels[key], line = val.String(), line[i+1:]
+		}
+	}
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return x, fmt.Errorf("no value for %s", x.name)
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return x, fmt.Errorf("the value of %s: %v", x.name, err)
+	}
+	x.value = v
+	return x, nil
+}

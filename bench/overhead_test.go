@@ -1,17 +1,21 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/postgres"
+	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/jackc/pgx/v5"
 )
@@ -23,6 +27,7 @@ func TestRunOverhead(t *testing.T) {
 	stages := map[string]bool{}
 	var inside atomic.Int32
 	cfg := OverheadConfig{Sizes: []int{50}, Samples: 10, Concurrency: 4, SessionRequests: 5, RecallArchived: 5000,
+		ProviderSteps: 3, Provider: sim.Latency{TTFT: 5 * time.Millisecond, TokensPerSecond: 10_000},
 		PostgresDSN: dsn, Progress: func(stage string, done, total int) {
 			if inside.Add(1) != 1 {
 				t.Error("Progress was called concurrently")
@@ -87,7 +92,10 @@ func TestRunOverhead(t *testing.T) {
 		sane("tag search on "+r.Store, r.TagP50Ms, r.TagP99Ms)
 		sane("common-word search on "+r.Store, r.CommonP50Ms, r.CommonP99Ms)
 	}
-	for _, s := range []string{"proxy 50", "throughput hippocam", "throughput bare", "recall sqlite load", "recall sqlite", "search sqlite"} {
+	if rep.Provider == nil || rep.Provider.Steps != 3 {
+		t.Errorf("provider run %+v, want 3 steps", rep.Provider)
+	}
+	for _, s := range []string{"proxy 50", "throughput hippocam", "throughput bare", "recall sqlite load", "recall sqlite", "search sqlite", "provider"} {
 		if !stages[s] {
 			t.Errorf("no progress for stage %q (saw %v)", s, stages)
 		}
@@ -104,18 +112,20 @@ func TestRunOverhead(t *testing.T) {
 func TestOverheadConfig(t *testing.T) {
 	t.Run("Full", func(t *testing.T) {
 		c := OverheadConfig{}.withDefaults()
-		if len(c.Sizes) != 3 || c.Sizes[2] != 10_000 || c.Samples != 200 || c.Concurrency != 64 || c.RecallArchived != 1_000_000 {
+		if len(c.Sizes) != 3 || c.Sizes[2] != 10_000 || c.Samples != 200 || c.Concurrency != 64 || c.RecallArchived != 1_000_000 ||
+			c.ProviderSteps != 60 || c.ProviderWindow != 16000 || c.Provider != (sim.Latency{TTFT: 400 * time.Millisecond, TokensPerSecond: 80}) {
 			t.Errorf("%+v", c)
 		}
 	})
 	t.Run("Quick", func(t *testing.T) {
 		c := OverheadConfig{Quick: true, Samples: 7}.withDefaults()
-		if len(c.Sizes) != 2 || c.Sizes[1] != 1000 || c.Samples != 7 || c.Concurrency != 16 || c.RecallArchived != 100_000 {
+		if len(c.Sizes) != 2 || c.Sizes[1] != 1000 || c.Samples != 7 || c.Concurrency != 16 || c.RecallArchived != 100_000 || c.ProviderSteps != 12 {
 			t.Errorf("%+v", c)
 		}
 	})
 	t.Run("ErrInvalid", func(t *testing.T) {
-		for _, c := range []OverheadConfig{{Sizes: []int{0}}, {Samples: -1}, {RecallArchived: -5}} {
+		for _, c := range []OverheadConfig{{Sizes: []int{0}}, {Samples: -1}, {RecallArchived: -5}, {ProviderSteps: -1},
+			{ProviderWindow: 4000}, {Provider: sim.Latency{TTFT: -time.Second}}} {
 			if _, err := RunOverhead(context.Background(), c); hippocam.ErrorCode(err) != hippocam.EINVALID {
 				t.Errorf("%+v: %v, want EINVALID", c, err)
 			}
@@ -259,5 +269,105 @@ func checkLossless(t *testing.T, store string, load func(context.Context, int) (
 	m := hippocam.Message{ID: s.NextID("m"), Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: "one more", Tokens: 3}
 	if err := st.Commit(ctx, s, hippocam.Change{From: s.Version, Ops: []hippocam.Op{hippocam.AppendOp(m)}}); err != nil {
 		t.Errorf("%s: commit after the bulk load: %v", store, err)
+	}
+}
+
+// TestRunOverheadProvider runs the provider run alone on a few steps at a small latency and
+// checks its figures against what the latency implies: both proxies' first content bytes come
+// after the upstream's time to first byte, no request ends before its first byte, and the
+// quantiles, ratios and shares agree with the per-request timings.
+func TestRunOverheadProvider(t *testing.T) {
+	const ttft = 60 * time.Millisecond
+	var started atomic.Int32
+	cfg := OverheadConfig{ProviderOnly: true, ProviderSteps: 6, Provider: sim.Latency{TTFT: ttft, TokensPerSecond: 4000},
+		StartProxy: func(ctx context.Context, upstream string, window int) (string, func() error, error) {
+			started.Add(1)
+			if window != DefaultProviderWindow || !strings.HasSuffix(upstream, "/v1") {
+				t.Errorf("the proxy is started with window %d and upstream %q", window, upstream)
+			}
+			return startInProcessProxy(ctx, upstream, window)
+		}}
+	rep, err := RunOverhead(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started.Load() != 1 || len(rep.Proxy) != 0 || len(rep.Recall) != 0 {
+		t.Fatalf("StartProxy called %d times; %d proxy rows and %d recall rows in a provider-only run", started.Load(), len(rep.Proxy), len(rep.Recall))
+	}
+	p := rep.Provider
+	if p == nil || p.Steps != 6 || len(p.Requests) != 6 || p.Workload != NameAgentic || p.UpstreamTTFTMs != 60 || p.UpstreamTokensPerSecond != 4000 {
+		t.Fatalf("provider run %+v", p)
+	}
+	var hip, bare [2]timings
+	for i, s := range p.Requests {
+		if s.Step != i+1 {
+			t.Errorf("request %d is numbered %d", i, s.Step)
+		}
+		for _, pair := range [][2]float64{{s.TTFBMs, s.TotalMs}, {s.BareTTFBMs, s.BareTotalMs}} {
+			if pair[0] < float64(ttft.Milliseconds()) || pair[1] < pair[0] {
+				t.Errorf("step %d: first content byte after %v ms, end after %v ms (the upstream alone waits %v)", s.Step, pair[0], pair[1], ttft)
+			}
+		}
+		ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+		hip[0], hip[1] = append(hip[0], ms(s.TTFBMs)), append(hip[1], ms(s.TotalMs))
+		bare[0], bare[1] = append(bare[0], ms(s.BareTTFBMs)), append(bare[1], ms(s.BareTotalMs))
+	}
+	var want OverheadProvider
+	want.fill(hip, bare)
+	if math.Abs(want.TTFBP50Ms-p.TTFBP50Ms) > 0.01 || math.Abs(want.BareTotalP99Ms-p.BareTotalP99Ms) > 0.01 || p.RatioTTFBP50 != latencyRatio(p.TTFBP50Ms, p.BareTTFBP50Ms) {
+		t.Errorf("quantiles %+v do not match the requests' (%+v)", p, want)
+	}
+	// Every step calls the main model at least once through Hippocam, and JANUS runs beside it.
+	if p.UpstreamCallsByRole["agent"] < p.Steps || p.UpstreamCallsByRole["janus"] < 1 || p.UpstreamCallsPerStep < 1 {
+		t.Errorf("upstream calls %v (%v per step)", p.UpstreamCallsByRole, p.UpstreamCallsPerStep)
+	}
+	if p.ShareWaited < 0 || p.ShareWaited > 1 || p.ShareRedone < 0 || p.ShareRedone > 1 {
+		t.Errorf("shares waited %v, redone %v", p.ShareWaited, p.ShareRedone)
+	}
+	md := rep.Markdown()
+	if !strings.Contains(md, "time to first byte p50") || !strings.Contains(md, "≤ 1.15×") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	ttfbSVG, totalSVG, ok := ProviderPlots(p)
+	if !ok || !bytes.Contains(ttfbSVG, []byte("Time to first content byte")) || !bytes.Contains(totalSVG, []byte("bare proxy")) || bytes.Count(ttfbSVG, []byte("<circle")) < 2*p.Steps {
+		t.Errorf("plots: %t, %d and %d bytes", ok, len(ttfbSVG), len(totalSVG))
+	}
+}
+
+// TestReadPromText reads a small exposition: labelled and unlabelled series, escapes, comments,
+// and sums by label; a series that is absent sums to 0.
+func TestReadPromText(t *testing.T) {
+	const text = `# HELP hippocam_consolidation_waits_total Steps that waited.
+# TYPE hippocam_consolidation_waits_total counter
+hippocam_consolidation_waits_total{how="inline"} 3
+hippocam_consolidation_waits_total{how="running",tenant="a \"b\""} 2
+hippocam_consolidation_waits_total{tenant="x",how="running"} 1.5e+00
+hippocam_recall_calls_total 7 1700000000000
+`
+	s, err := readPromText(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{metricWaits, "how", "running", 3.5},
+		{metricWaits, "how", "inline", 3},
+		{metricWaits, "", "", 6.5},
+		{"hippocam_recall_calls_total", "", "", 7},
+		{metricSpeculative, "outcome", "redone", 0},
+	} {
+		if got := s.sum(c.name, c.label, c.value); got != c.want {
+			t.Errorf("%s{%s=%q}: %v, want %v", c.name, c.label, c.value, got, c.want)
+		}
+	}
+	if s[1].labels["tenant"] != `a "b"` {
+		t.Errorf("escaped label read as %q", s[1].labels["tenant"])
+	}
+	for _, bad := range []string{"novalue", `m{how="x} 1`, `m{how} 1`, "m one"} {
+		if _, err := readPromText(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
 	}
 }

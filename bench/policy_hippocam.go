@@ -76,6 +76,7 @@ func (a *engineAgent) Step(ctx context.Context, in []hippocam.Message) (*Turn, e
 		Usage:            usage,
 		MaxRequestTokens: res.MaxRequestTokens,
 		RecallCalls:      res.RecallCalls,
+		Speculation:      res.Speculation,
 		EngineTime:       max(0, wall-res.ModelTime),
 	}, nil
 }

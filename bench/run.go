@@ -131,6 +131,12 @@ func Run(ctx context.Context, p Policy, env Env, w *Workload, progress func(done
 			r.Overflowed, r.OverflowStep = true, r.Steps
 		}
 		r.RecallCalls += t.RecallCalls
+		switch t.Speculation {
+		case "stood":
+			r.SpeculationStood++
+		case "redone":
+			r.SpeculationRedone++
+		}
 		engine += t.EngineTime
 		pending = t.Answer.CallIDs()
 		if asked {

@@ -168,6 +168,11 @@ type Result struct {
 	Usage             hippocam.Usage `json:"usage"`
 	RecallCalls       int            `json:"recall_calls"`
 	RecallPerQuestion float64        `json:"recall_per_question"`
+	// SpeculationStood and SpeculationRedone count the steps whose main call, started beside
+	// JANUS, stood or was made again after JANUS changed the context (engine/speculate.go). The
+	// answers are the same either way: only the discarded calls' cost (role "speculative") differs.
+	SpeculationStood  int `json:"speculation_stood"`
+	SpeculationRedone int `json:"speculation_redone"`
 	// EngineMillis is the policy's own time, model calls excluded.
 	EngineMillis float64 `json:"engine_ms"`
 	Steps        int     `json:"steps"`

@@ -434,3 +434,101 @@ func CostPlot(results []*Result, policies []string) ([]byte, bool) {
 	d.legend(entries)
 	return d.bytes(), true
 }
+
+// ProviderPlots draws the provider run's requests, one point per step through each proxy: time
+// to first content byte in one plot, total time in the other. Times run on a logarithmic axis,
+// since a step that consolidates before answering can take a hundred times a plain one; a
+// dashed line marks the upstream's own time to first byte. It reports false when the run has no
+// steps.
+func ProviderPlots(p *OverheadProvider) (ttfb, total []byte, ok bool) {
+	if p == nil || len(p.Requests) == 0 {
+		return nil, nil, false
+	}
+	series := func(pick func(OverheadStep) (hip, bare float64)) (hip, bare []float64) {
+		for _, s := range p.Requests {
+			h, b := pick(s)
+			hip, bare = append(hip, h), append(bare, b)
+		}
+		return hip, bare
+	}
+	setting := fmt.Sprintf("%d streamed steps of the %s workload at W = %d; upstream: %.0f ms to first byte, then %g tokens/s",
+		p.Steps, p.Workload, p.ContextWindow, p.UpstreamTTFTMs, p.UpstreamTokensPerSecond)
+	hip, bare := series(func(s OverheadStep) (float64, float64) { return s.TTFBMs, s.BareTTFBMs })
+	ttfb = latencyPlot("Time to first content byte, per request", setting, "time to first content byte", hip, bare, p.UpstreamTTFTMs)
+	hip, bare = series(func(s OverheadStep) (float64, float64) { return s.TotalMs, s.BareTotalMs })
+	total = latencyPlot("Total time, per request", setting, "total time of the request", hip, bare, p.UpstreamTTFTMs)
+	return ttfb, total, true
+}
+
+// latencyPlot draws two series of milliseconds over the steps on a logarithmic axis, with a
+// dashed reference line at ref; subtitle goes under the title.
+func latencyPlot(title, subtitle, ylabel string, hip, bare []float64, ref float64) []byte {
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range append(append([]float64{ref}, hip...), bare...) {
+		if v > 0 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if math.IsInf(lo, 1) {
+		lo, hi = 1, 10
+	}
+	ys, decLo, decHi := logTicks(lo, hi)
+	f := frame{x0: 0, x1: float64(len(hip) + 1), y1: decHi - decLo}
+	logY := func(v float64) float64 { return f.py(math.Log10(max(v, math.Pow(10, decLo))) - decLo) }
+	xs := niceTicks(float64(len(hip)), 8, compact)
+	f.x1 = max(f.x1, xs[len(xs)-1].v)
+	d := newSVG(title)
+	d.text(float64(marginLeft+plotW()/2), 42, "middle", `font-size="11" fill="#555555"`, subtitle)
+	d.axes(f, xs, nil, "step of the workload (request number)", ylabel+" (log scale)")
+	grid := style{color: "#e3e3e3"}
+	for _, t := range ys {
+		y := f.py(t.v)
+		d.line(float64(marginLeft), y, float64(marginLeft+plotW()), y, grid, 1)
+		d.text(float64(marginLeft)-8, y+4, "end", `fill="#333333"`, t.label)
+	}
+	refStyle := style{color: "#777777", dash: "3 4"}
+	d.line(f.px(0), logY(ref), f.px(f.x1), logY(ref), refStyle, 1.5)
+	var entries []legendEntry
+	for i, s := range []struct {
+		name string
+		vals []float64
+	}{{"Hippocam", hip}, {"bare proxy", bare}} {
+		st := styleFor(i * 4) // blue and vermillion
+		pts := make([][2]float64, len(s.vals))
+		for k, v := range s.vals {
+			pts[k] = [2]float64{f.px(float64(k + 1)), logY(v)}
+			d.circle(pts[k][0], pts[k][1], 2.2, st.color, st.color)
+		}
+		d.polyline(pts, style{color: st.color, dash: st.dash})
+		entries = append(entries, legendEntry{name: s.name, st: st})
+	}
+	entries = append(entries, legendEntry{name: "upstream's own TTFB", st: refStyle, width: 1.5})
+	d.legend(entries)
+	return d.bytes()
+}
+
+// logTicks returns ticks at 1, 2 and 5 times the powers of ten from below lo to above hi, with
+// their positions as decades above decLo, and the decades the axis spans.
+func logTicks(lo, hi float64) (ticks []tick, decLo, decHi float64) {
+	decLo, decHi = math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if decHi <= decLo {
+		decHi = decLo + 1
+	}
+	for e := decLo; e <= decHi; e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if lv := math.Log10(v); lv <= decHi+1e-9 {
+				ticks = append(ticks, tick{lv - decLo, msLabel(v)})
+			}
+		}
+	}
+	return ticks, decLo, decHi
+}
+
+// msLabel labels milliseconds: 5 ms, 200 ms, 2 s, 50 s.
+func msLabel(v float64) string {
+	if v >= 1000 {
+		return trimZeros(fmt.Sprintf("%.1f", v/1000)) + " s"
+	}
+	return trimZeros(fmt.Sprintf("%.1f", v)) + " ms"
+}

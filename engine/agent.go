@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam"
 )
@@ -129,7 +130,7 @@ func (st *step) answer(ctx context.Context) error {
 			return hippocam.Errorf(hippocam.ECAPACITY, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
 		st.res.MaxRequestTokens = max(st.res.MaxRequestTokens, n)
-		resp, err := st.call(ctx, req)
+		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)
 		}
@@ -137,7 +138,13 @@ func (st *step) answer(ctx context.Context) error {
 		msg.Role, msg.Kind = hippocam.RoleAssistant, hippocam.KindRaw
 		msg.ID = st.s.NextID("m")
 		uniqueCallIDs(&msg)
+		// The answer's text is the text of every main response of the step: what a model wrote
+		// before it called recall or search is part of it (a streaming client has it already).
+		if !streamed {
+			st.emitPart(msg.Content)
+		}
 		if !withRecall || !callsRecall(&msg) {
+			msg.Content = st.answerText.String()
 			shown := st.recallExchanges()
 			st.finish(msg, resp.FinishReason, trace, full)
 			return st.reinforce(ctx, shown)
@@ -147,6 +154,39 @@ func (st *step) answer(ctx context.Context) error {
 		trace = append(trace, msg)
 		trace = append(trace, st.answerRecalls(ctx, &msg, full)...)
 	}
+}
+
+// recallOffered reports whether the step's first main-model call offers recall and search.
+func (st *step) recallOffered() bool {
+	return !st.e.cfg.Ablations.NoRecall && st.e.cfg.RecallLimit > 0
+}
+
+// agentCall makes one main-model call: the speculative one, when it was started beside JANUS
+// for this very request, else a new one, streamed to Input.OnText when the caller asked for the
+// text as it comes. streamed reports whether the call's text reached OnText piece by piece.
+func (st *step) agentCall(ctx context.Context, req *hippocam.Request) (_ *hippocam.Response, streamed bool, _ error) {
+	_, canStream := st.e.model.(hippocam.StreamModel)
+	streamed = canStream && st.in.OnText != nil
+	st.partStarted = false
+	t0 := time.Now()
+	if sp := st.takeSpeculation(req); sp != nil {
+		st.res.ModelTime += time.Since(t0)
+		if sp.err != nil {
+			return nil, false, sp.err
+		}
+		st.res.Usage.Add(req.Role, sp.resp.Usage, st.e.cfg.Prices)
+		return sp.resp, streamed, nil
+	}
+	resp, err := st.e.complete(ctx, req, st.in.OnText != nil, func(text string) error { st.emit(text); return nil })
+	if err == nil && streamed && !st.partStarted {
+		st.emitPart(resp.Message.Content) // a stream that sent its text only with the response
+	}
+	st.res.ModelTime += time.Since(t0)
+	if err != nil {
+		return nil, false, err
+	}
+	st.res.Usage.Add(req.Role, resp.Usage, st.e.cfg.Prices)
+	return resp, streamed, nil
 }
 
 // answerRecalls answers the calls of one model answer that called recall or search, in order:

@@ -54,6 +54,10 @@ type Config struct {
 	// and output): the reserve is the largest of the request's own max_tokens, MinAnswer and
 	// the quantile of the answers in context. ForWindow sets W/16, at most 4,096.
 	MinAnswer int
+	// Speculate starts the main model's first call of a step together with JANUS
+	// (engine/speculate.go); the answer stands when JANUS leaves the context as it was. On in
+	// ForWindow.
+	Speculate bool
 	// Ablations switch parts of the method off, for the experiments of seed 000 Table 4.
 	Ablations Ablations
 }
@@ -118,6 +122,7 @@ func ForWindow(w int) Config {
 		Prices:        hippocam.DefaultPrices,
 		SharedPrompts: w >= SharedPromptsFrom,
 		MinAnswer:     min(w/16, 4096),
+		Speculate:     true,
 	}
 }
 

@@ -103,6 +103,17 @@ type Input struct {
 	Model      string
 	ToolChoice string
 	Extra      json.RawMessage
+	// Defer leaves the step's consolidation (PRECIP for closed intents and for the recall
+	// exchanges the answer drew on, then the ordinary prefix check) for after the answer: it is
+	// recorded in the session's Pending, the Change enqueues a hippocam.JobConsolidate job, and
+	// Engine.Consolidate runs it. Without Defer the step consolidates before it returns. Either
+	// way a step that finds consolidation pending runs it first.
+	Defer bool
+	// OnText, when set, receives the answer's text as the main model produces it (streamed when
+	// the model is a hippocam.StreamModel, else in one piece once the answer is known), from the
+	// step's goroutine or the model's; it must not block. The pieces joined are exactly the
+	// Answer's Content.
+	OnText func(text string)
 }
 
 // Result is what one step produced.
@@ -130,6 +141,12 @@ type Result struct {
 	// JanusFailures counts the JANUS calls of the step that left the stack unchanged because
 	// JANUS failed (its answers kept breaking the contract, or no answer came).
 	JanusFailures int
+	// RanPending is set when the step found consolidation pending (an earlier step's job had not
+	// run yet) and ran it first; Deferred when it left its own for a job (Input.Defer).
+	RanPending, Deferred bool
+	// Speculation is how the main call started beside JANUS ended: SpeculationStood,
+	// SpeculationRedone, or "" when there was none.
+	Speculation string
 	// Elapsed is the step's wall time, and ModelTime the part spent waiting for models.
 	Elapsed, ModelTime time.Duration
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -211,13 +212,17 @@ func checkFailureLogged(t *testing.T, log string) {
 // A step that fails after model calls were made returns their usage with the error, so that the
 // caller can record what was paid for; the session itself is unchanged.
 func TestFailedStepUsage(t *testing.T) {
+	// The main model refuses every call: the one started beside JANUS and the one made again
+	// after JANUS's guidance.
+	var refuse atomic.Bool
 	ws := newWireSession(t, hippocam.CallAgent, func(n int) string {
-		if n == 1 {
+		if refuse.Load() {
 			return "400"
 		}
 		return ""
 	})
 	ws.mustUser("!say hello")
+	refuse.Store(true)
 	before, err := ws.st.Session(context.Background(), "acme", "s1")
 	if err != nil {
 		t.Fatal(err)

@@ -105,7 +105,17 @@ type conversation struct {
 	id     string
 	sent   []hippocam.Message // every message that entered, in order (inputs and answers)
 	answer hippocam.Message
+	mode   consolidation
 }
+
+// consolidation says when a conversation's steps consolidate.
+type consolidation int
+
+const (
+	consolidateInline consolidation = iota // in the step, before it returns
+	consolidateJob                         // deferred, then Engine.Consolidate right after the step
+	consolidateNext                        // deferred, never run by a job: the next step runs it first
+)
 
 func newConversation(tb T, e *engine.Engine) *conversation {
 	return &conversation{tb: tb, e: e, st: inmem.New(), id: "s1"}
@@ -129,9 +139,19 @@ func (c *conversation) results(texts ...string) (*engine.Result, error) {
 }
 
 func (c *conversation) send(msgs ...hippocam.Message) (*engine.Result, error) {
-	res, err := c.e.Advance(context.Background(), c.st, "", c.id, engine.Input{Messages: msgs})
+	res, err := c.e.Advance(context.Background(), c.st, "", c.id, engine.Input{Messages: msgs, Defer: c.mode != consolidateInline})
 	if err != nil {
 		return nil, err
+	}
+	if c.mode == consolidateJob && res.Deferred {
+		s := c.session()
+		job, err := c.e.Consolidate(context.Background(), s, hippocam.SessionArchive(c.st, "", c.id))
+		if err != nil {
+			return nil, err
+		}
+		if err := c.st.Commit(context.Background(), job.Session, job.Change); err != nil {
+			return nil, err
+		}
 	}
 	c.sent = append(c.sent, msgs...)
 	c.sent = append(c.sent, res.Answer)

@@ -16,8 +16,15 @@ import (
 // right and asked, and fails on any step error (a capacity error included).
 func longSession(t *testing.T, w, rounds, keys int, seed uint64) (right, asked int, last *engine.Result, c *conversation) {
 	t.Helper()
+	return longSessionIn(t, w, rounds, keys, seed, consolidateInline)
+}
+
+// longSessionIn is longSession with consolidation done as mode says.
+func longSessionIn(t *testing.T, w, rounds, keys int, seed uint64, mode consolidation) (right, asked int, last *engine.Result, c *conversation) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	c = newConversation(t, mustEngine(t, engine.ForWindow(w), mustSim(t)))
+	c.mode = mode
 	value := map[string]string{}
 	var known []string
 	depth := 0

@@ -30,11 +30,11 @@ type closedSpan struct {
 // closed it. When an intent that stays open began at the same message, the span starts just
 // after it, so that the open intent keeps its first message. An enclosing closure whose span adds
 // only guidance to the inner one is coalesced with it: one memory for both.
-func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent, guidanceID string) error {
+func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent, guidanceID string, chain []string) error {
 	if len(closed) == 0 {
 		return nil
 	}
-	chain := st.before.Labels() // the stack as it was when these intents closed, broadest first
+	// chain: the stack as it was when these intents closed, broadest first.
 	var groups []closedSpan
 	for _, in := range closed {
 		if n := len(groups); n > 0 && st.onlyGuidanceAdded(groups[n-1].closing[0], in) {

@@ -39,59 +39,30 @@ func (st *step) recallExchanges() []hippocam.Message {
 }
 
 // reinforce consolidates the recall exchanges of the step's answer (trace: as the model last saw
-// them), which finish has just appended as the context's last message. The exchanges are archived
-// as they were last shown; the answer's Trace keeps every result as first shown.
+// them), which finish has just appended as the context's last message: the exchanges enter the
+// context right before the answer (KindRecall), then PRECIP's memory takes their place. The
+// answer's Trace keeps every result as first shown. With Input.Defer the exchanges are committed
+// with the step and the memory is left to the consolidation job (Session.Pending).
 func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
-	if len(trace) == 0 || st.e.cfg.Ablations.NoRecall {
+	if len(trace) == 0 || st.e.cfg.Ablations.NoRecall || !st.stageExchanges(trace) {
 		return nil
 	}
+	if st.in.Defer {
+		st.pending().Reinforce = &hippocam.Reinforcement{Answer: st.res.Answer.ID}
+		return nil
+	}
+	return st.consolidateRecall(ctx, st.res.Answer.ID, true)
+}
+
+// stageExchanges puts the exchanges back into the context right before the answer (its last
+// message), and their appends right before the answer's in the step's ops. False when the
+// answer is not where it should be.
+func (st *step) stageExchanges(trace []hippocam.Message) bool {
 	c := st.s.Context
 	ai := len(c) - 1
 	if ai < 0 || c[ai].ID != st.res.Answer.ID {
-		return nil
+		return false
 	}
-	exchanges := make([]hippocam.Message, len(trace))
-	for i, m := range trace {
-		delete(st.recallIDs, m.ID) // archived material now, no longer a transient exchange
-		m.Kind, m.Trace = hippocam.KindRecall, nil
-		if m.Tokens == 0 {
-			m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
-		}
-		exchanges[i] = m
-	}
-	next := make([]hippocam.Message, 0, len(c)+len(exchanges))
-	next = append(append(append(next, c[:ai]...), exchanges...), c[ai])
-	st.s.Context = next
-	lo, hi := ai, ai+len(exchanges)
-	// PRECIP reads the context up to the exchanges' end with its own frame: make room for it
-	// first by folding older regions, as pressure control does (the current round is protected).
-	need := func() int {
-		return tokens(st.s.Context[:len(st.s.Context)-1]) + st.componentFrame(precipPrompt, PrecipToolSpec) + answerRoom(hippocam.CallPrecip, st.e.cfg.Window)
-	}
-	for _, protectTail := range []bool{true, false} {
-		if need() <= st.e.cfg.Window {
-			break
-		}
-		if err := st.sweep(ctx, protectTail); err != nil {
-			st.dropExchanges(len(exchanges))
-			return err
-		}
-	}
-	lo, hi = len(st.s.Context)-1-len(exchanges), len(st.s.Context)-1
-	memory, err := st.recallMemory(ctx, lo, hi, st.question(lo), c[ai].Content)
-	if err != nil {
-		st.dropExchanges(len(exchanges))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var gaveUp *errGaveUp
-		if !errors.As(err, &gaveUp) {
-			st.e.log.Warn("reinforcing recalled evidence failed; exchanges kept in the trace only", "error", err)
-		}
-		return nil
-	}
-	// Commit the exchanges ahead of the answer (right before the op that appends it: folds made
-	// to give PRECIP room come after it), then replace them by the memory.
 	at := -1
 	for i := len(st.ops) - 1; i >= 0; i-- {
 		if a := st.ops[i].Append; a != nil && a.ID == st.res.Answer.ID {
@@ -100,14 +71,81 @@ func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
 		}
 	}
 	if at < 0 {
-		st.dropExchanges(len(exchanges))
-		return nil
+		return false
 	}
+	exchanges := make([]hippocam.Message, len(trace))
 	appends := make([]hippocam.Op, 0, len(exchanges)+len(st.ops)-at)
-	for _, m := range exchanges {
+	for i, m := range trace {
+		delete(st.recallIDs, m.ID) // archived material now, no longer a transient exchange
+		m.Kind, m.Trace = hippocam.KindRecall, nil
+		if m.Tokens == 0 {
+			m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+		}
+		exchanges[i] = m
 		appends = append(appends, hippocam.AppendOp(m))
 	}
+	next := make([]hippocam.Message, 0, len(c)+len(exchanges))
+	st.s.Context = append(append(append(next, c[:ai]...), exchanges...), c[ai])
 	st.ops = append(st.ops[:at:at], append(appends, st.ops[at:]...)...)
+	return true
+}
+
+// recallRunStart is the index of the first of the KindRecall messages right before context
+// index i (i itself when there are none).
+func (st *step) recallRunStart(i int) int {
+	for i > 0 && st.s.Context[i-1].Kind == hippocam.KindRecall {
+		i--
+	}
+	return i
+}
+
+// consolidateRecall asks PRECIP for the memory of the recall exchanges right before the answer
+// with the given id, and puts it in their place. When PRECIP fails: in the step (staged) the
+// exchanges leave the context again, never committed, and stay in the answer's trace; in a job
+// they are committed already, and a plain memory that names their ref takes their place, so they
+// leave the model's view and stay one recall away.
+func (st *step) consolidateRecall(ctx context.Context, answer string, staged bool) error {
+	ai := st.s.Index(answer)
+	if ai < 0 {
+		return nil // consolidated or gone since: nothing to do
+	}
+	if lo := st.recallRunStart(ai); lo == ai {
+		return nil
+	}
+	// PRECIP reads the context up to the exchanges' end with its own frame: make room for it
+	// first by folding older regions, as pressure control does (the current round is protected).
+	need := func() int {
+		return tokens(st.s.Context[:st.s.Index(answer)]) + st.componentFrame(precipPrompt, PrecipToolSpec) + answerRoom(hippocam.CallPrecip, st.e.cfg.Window)
+	}
+	var err error
+	for _, protectTail := range []bool{true, false} {
+		if need() <= st.e.cfg.Window {
+			break
+		}
+		if err = st.sweep(ctx, protectTail); err != nil {
+			break
+		}
+	}
+	ai = st.s.Index(answer)
+	lo, hi := st.recallRunStart(ai), ai
+	var memory hippocam.Message
+	if err == nil {
+		memory, err = st.recallMemory(ctx, lo, hi, st.question(lo), st.s.Context[ai].Content)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var gaveUp *errGaveUp
+		if !errors.As(err, &gaveUp) {
+			st.e.log.Warn("reinforcing recalled evidence failed", logTenant, st.s.Tenant, logSession, st.s.ID, "error", err)
+		}
+		if staged {
+			st.unstage(lo, hi)
+			return nil
+		}
+		memory = st.recallHandle()
+	}
 	if _, err := st.replace(lo, hi, memory); err != nil {
 		return err
 	}
@@ -115,12 +153,31 @@ func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
 	return nil
 }
 
-// dropExchanges takes the n exchanges that reinforce put back before the answer (the context's
-// last message) out of the context again: they were never committed.
-func (st *step) dropExchanges(n int) {
-	c := st.s.Context
-	end := len(c) - 1
-	st.s.Context = append(c[:end-n:end-n], c[end])
+// unstage takes the staged exchanges [lo, hi) out of the context and their appends out of the
+// step's ops: they were never committed.
+func (st *step) unstage(lo, hi int) {
+	ids := map[string]bool{}
+	for _, m := range st.s.Context[lo:hi] {
+		ids[m.ID] = true
+	}
+	st.s.Context = append(st.s.Context[:lo:lo], st.s.Context[hi:]...)
+	kept := st.ops[:0]
+	for _, op := range st.ops {
+		if op.Append == nil || !ids[op.Append.ID] {
+			kept = append(kept, op)
+		}
+	}
+	st.ops = kept
+}
+
+// recallHandle is the memory that stands for committed recall exchanges PRECIP could not
+// consolidate: no model call, only where they are.
+func (st *step) recallHandle() hippocam.Message {
+	ref := st.s.NextID("r")
+	m := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindIntentMemory, Ref: ref,
+		Content: hippocam.RefTag(ref) + " I opened my archive to answer an earlier question here; what I looked at is kept beneath this ref."}
+	m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+	return m
 }
 
 // question returns the text of the user message the step answered: the last raw user message

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -39,6 +40,12 @@ type step struct {
 	frame     [2]int
 	reserve   int
 	janusDone bool
+	// spec is the main-model call started beside JANUS, until the answer loop settles it.
+	spec *speculation
+	// answerText is the answer's text so far: the text of every main response of the step (the
+	// part passed to Input.OnText); partStarted is set once the current response added to it.
+	answerText  strings.Builder
+	partStarted bool
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -52,10 +59,14 @@ type step struct {
 // the span as it was and the step continues.
 func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (_ *Result, err error) {
 	began := time.Now()
-	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
+	st := e.newStep(s, arch, in)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
-	st.res.Usage = hippocam.Usage{}
-	st.res.Change.From = s.Version
+	defer st.abandon()
+	// Consolidation an earlier step left and no job has run yet comes first: the paper's step
+	// never sees a closed span that is not consolidated.
+	if err := st.runPending(ctx); err != nil {
+		return nil, err
+	}
 	if in.Regenerate != "" {
 		if err := st.branchAnswer(in.Regenerate); err != nil {
 			return nil, err
@@ -71,6 +82,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	// ablation, which keeps no intents).
 	var closed []hippocam.Intent
 	var guidance string
+	st.speculate(ctx)
 	if !e.cfg.Ablations.FlatSummary {
 		var err error
 		if closed, guidance, err = st.janus(ctx); err != nil {
@@ -83,17 +95,39 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	if err := st.answer(ctx); err != nil {
 		return nil, err
 	}
-	// Lines 5-13: consolidate the closed spans, innermost first, then the ordinary check.
-	if err := st.consolidateClosed(ctx, closed, guidance); err != nil {
+	// Lines 5-13: consolidate the closed spans, innermost first, then the ordinary check; or
+	// leave that to a job, after the answer.
+	if in.Defer {
+		st.deferClosed(closed, guidance)
+	} else if err := st.consolidateClosed(ctx, closed, guidance, st.before.Labels()); err != nil {
 		return nil, err
 	}
+	return st.result(began), nil
+}
+
+// newStep starts the working state of a step over a copy of s.
+func (e *Engine) newStep(s *hippocam.Session, arch hippocam.Archive, in Input) *step {
+	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
+	st.res.Usage = hippocam.Usage{}
+	st.res.Change.From = s.Version
+	return st
+}
+
+// result closes the step: its usage and counts enter the session, and the change carries its
+// ops and, when consolidation is left pending, the job that runs it.
+func (st *step) result(began time.Time) *Result {
 	st.s.Usage.Merge(st.res.Usage)
 	st.s.Consolidations.Intent += st.res.IntentConsolidations
 	st.s.Consolidations.Prefix += st.res.PrefixConsolidations
+	if st.s.Pending.Empty() {
+		st.s.Pending = nil
+	} else {
+		st.res.Change.Jobs = []hippocam.Job{{Kind: hippocam.JobConsolidate}}
+	}
 	st.res.Session = st.s
 	st.res.Change.Ops = st.ops
 	st.res.Elapsed = time.Since(began)
-	return &st.res, nil
+	return &st.res
 }
 
 // appendInputs checks and appends the step's history and new messages. Tool results must answer

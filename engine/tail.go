@@ -55,6 +55,20 @@ func (st *step) protectedFrom() int {
 			from = min(from, i)
 		}
 	}
+	if p := st.s.Pending; p != nil {
+		for _, c := range p.Closures {
+			for _, in := range c.Intents {
+				if i := st.s.Index(in.Start); i >= 0 {
+					from = min(from, i)
+				}
+			}
+		}
+		if p.Reinforce != nil {
+			if i := st.s.Index(p.Reinforce.Answer); i >= 0 {
+				from = min(from, st.recallRunStart(i))
+			}
+		}
+	}
 	// The messages JANUS has not reviewed yet (an earlier call failed) keep their directives for
 	// its next call: they are protected too, unless they have grown past half the window, when
 	// holding them back would jam the session.

@@ -30,17 +30,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, tenant 
 		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
-	res, err := s.continueSession(w, r, tenant, name, conv)
+	if req.Stream {
+		s.stream(w, r, tenant, name, conv, hippocam.FormatChat, &chatStream{w: w, req: req})
+		return
+	}
+	res, err := s.continueSession(w, r, tenant, name, conv, nil)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
-	full := completion(req, res)
-	if req.Stream {
-		writeChatStream(w, full, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
-		return
-	}
-	writeJSON(w, http.StatusOK, full)
+	writeJSON(w, http.StatusOK, completion(req, res))
 }
 
 // sessionName picks the session a request names: the Hippocam-Session header, else the `user`
@@ -67,18 +66,25 @@ func sessionName(r *http.Request, extra wire.Extra) (string, error) {
 
 // completion is the non-streamed response: the answer as the model would have given it.
 func completion(req *wire.ChatRequest, res *sessions.Result) wire.ChatResponse {
-	finish := "stop"
-	if len(res.Answer.ToolCalls) > 0 {
-		finish = "tool_calls"
-	}
 	return wire.ChatResponse{
-		ID:      "chatcmpl-" + res.Session.ID + "-" + res.Answer.ID,
+		ID:      chatID(res.Session.ID, res.Answer.ID),
 		Object:  "chat.completion",
 		Created: res.Session.UpdatedAt.Unix(),
 		Model:   req.Model,
-		Choices: []wire.Choice{{Index: 0, Message: wire.FromMessage(&res.Answer), FinishReason: finish}},
+		Choices: []wire.Choice{{Index: 0, Message: wire.FromMessage(&res.Answer), FinishReason: chatFinish(res)}},
 		Usage:   chatUsage(res.Usage),
 	}
+}
+
+// chatID names a completion: the session and the answer's key.
+func chatID(session, answer string) string { return "chatcmpl-" + session + "-" + answer }
+
+// chatFinish is the finish reason of an answer: tool_calls when it calls tools, else stop.
+func chatFinish(res *sessions.Result) string {
+	if len(res.Answer.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return "stop"
 }
 
 // chatUsage reports what the main model consumed for this answer, recall calls included.
@@ -91,40 +97,88 @@ func chatUsage(u hippocam.RoleUsage) *wire.Usage {
 	}
 }
 
-// writeChatStream sends a committed answer as chat.completion.chunk events, the way a streaming
-// model would: the role, the content, each tool call, the finish reason, the usage when asked,
-// [DONE].
-func writeChatStream(w http.ResponseWriter, full wire.ChatResponse, includeUsage bool) {
-	sse := newEventStream(w)
-	chunk := func(delta wire.Delta, finish *string, u *wire.Usage, noChoice bool) {
-		c := wire.ChatChunk{ID: full.ID, Object: "chat.completion.chunk", Created: full.Created, Model: full.Model, Usage: u}
-		c.Choices = []wire.ChunkChoice{}
-		if !noChoice {
-			c.Choices = []wire.ChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}
-		}
-		b, _ := json.Marshal(c)
-		sse.data(b)
-	}
+// chatStream writes an answer as chat.completion.chunk events, the way a streaming model does:
+// the role, the content as it comes, each tool call whole, the finish reason, the usage when
+// the request asked for it (stream_options.include_usage), then [DONE]. A step that fails
+// after the stream began ends it with {"error":{…}} and no [DONE].
+type chatStream struct {
+	w   http.ResponseWriter
+	req *wire.ChatRequest
+	sse *eventStream
+	id  string
+	at  int64
+}
+
+func (c *chatStream) open(id streamID) error {
+	c.id, c.at = chatID(id.session, id.answer), id.created
+	c.sse = newEventStream(c.w)
 	empty := ""
-	chunk(wire.Delta{Role: "assistant", Content: &empty}, nil, nil, false)
-	msg := full.Choices[0].Message
-	if text, _ := msg.Text(); text != "" {
-		for _, part := range splitText(text, 256) {
-			p := part
-			chunk(wire.Delta{Content: &p}, nil, nil, false)
+	return c.chunk(wire.Delta{Role: "assistant", Content: &empty}, nil, nil, false)
+}
+
+func (c *chatStream) text(piece string) error {
+	for _, part := range splitText(piece, 256) {
+		if err := c.chunk(wire.Delta{Content: &part}, nil, nil, false); err != nil {
+			return err
 		}
 	}
-	for i, c := range msg.ToolCalls {
+	return nil
+}
+
+func (c *chatStream) finish(res *sessions.Result) error {
+	for i, tc := range wire.FromMessage(&res.Answer).ToolCalls {
 		idx := i
-		c.Index = &idx
-		chunk(wire.Delta{ToolCalls: []wire.ToolCall{c}}, nil, nil, false)
+		tc.Index = &idx
+		if err := c.chunk(wire.Delta{ToolCalls: []wire.ToolCall{tc}}, nil, nil, false); err != nil {
+			return err
+		}
 	}
-	finish := full.Choices[0].FinishReason
-	chunk(wire.Delta{}, &finish, nil, false)
-	if includeUsage {
-		chunk(wire.Delta{}, nil, full.Usage, true)
+	finish := chatFinish(res)
+	if err := c.chunk(wire.Delta{}, &finish, nil, false); err != nil {
+		return err
 	}
-	sse.data([]byte("[DONE]"))
+	if c.req.StreamOptions != nil && c.req.StreamOptions.IncludeUsage {
+		if err := c.chunk(wire.Delta{}, nil, chatUsage(res.Usage), true); err != nil {
+			return err
+		}
+	}
+	return c.sse.data([]byte("[DONE]"))
+}
+
+func (c *chatStream) whole(id streamID, res *sessions.Result) error {
+	if err := c.open(id); err != nil {
+		return err
+	}
+	if res.Answer.Content != "" {
+		if err := c.text(res.Answer.Content); err != nil {
+			return err
+		}
+	}
+	return c.finish(res)
+}
+
+func (c *chatStream) fail(err error) error {
+	_, typ, code, msg := errorStatus(c.w, err)
+	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
+	if code != "" {
+		body["code"] = code
+	}
+	b, _ := json.Marshal(map[string]any{"error": body})
+	return c.sse.data(b)
+}
+
+// chunk writes one chat.completion.chunk; noChoice writes the usage chunk, whose choices are [].
+func (c *chatStream) chunk(delta wire.Delta, finish *string, u *wire.Usage, noChoice bool) error {
+	ch := wire.ChatChunk{ID: c.id, Object: "chat.completion.chunk", Created: c.at, Model: c.req.Model, Usage: u}
+	ch.Choices = []wire.ChunkChoice{}
+	if !noChoice {
+		ch.Choices = []wire.ChunkChoice{{Index: 0, Delta: delta, FinishReason: finish}}
+	}
+	b, err := json.Marshal(ch)
+	if err != nil {
+		return fmt.Errorf("encode chunk: %w", err)
+	}
+	return c.sse.data(b)
 }
 
 // eventStream writes server-sent events, flushing each.
@@ -141,12 +195,17 @@ func newEventStream(w http.ResponseWriter) *eventStream {
 	return &eventStream{w: w, f: f}
 }
 
-// data writes one "data:" event.
-func (e *eventStream) data(b []byte) {
-	fmt.Fprintf(e.w, "data: %s\n\n", b)
+// data writes one "data:" event and flushes it. It returns the write's error.
+func (e *eventStream) data(b []byte) error {
+	buf := make([]byte, 0, len(b)+8)
+	buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
+	if _, err := e.w.Write(buf); err != nil {
+		return err
+	}
 	if e.f != nil {
 		e.f.Flush()
 	}
+	return nil
 }
 
 // splitText cuts text into pieces of at most n bytes on rune boundaries.

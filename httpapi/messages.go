@@ -32,19 +32,86 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, tenant string)
 			return
 		}
 	}
-	res, err := s.continueSession(w, r, tenant, name, conv)
+	if conv.Stream {
+		s.stream(w, r, tenant, name, conv, hippocam.FormatAnthropic, &messagesStream{w: w, model: conv.Model})
+		return
+	}
+	res, err := s.continueSession(w, r, tenant, name, conv, nil)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatAnthropic, err)
 		return
 	}
-	finish := res.Step.FinishReasonOr("")
-	id := "msg_" + responseID(res.Session.ID, res.Answer.ID)[len("resp_"):]
-	u := hippocam.CallUsage{Input: int(res.Usage.Input), CachedInput: int(res.Usage.CachedInput), Output: int(res.Usage.Output)}
-	if conv.Stream {
-		anthropic.WriteStream(w, conv.Model, id, &res.Answer, finish, u)
-		return
+	anthropic.WriteResponse(w, conv.Model, messageID(res.Session.ID, res.Answer.ID), &res.Answer, res.Step.FinishReasonOr(""), messageUsage(res))
+}
+
+// messageID names a message: the session and the answer's key.
+func messageID(session, answer string) string {
+	return "msg_" + responseID(session, answer)[len("resp_"):]
+}
+
+// messageUsage is what the main model consumed for the answer.
+func messageUsage(res *sessions.Result) hippocam.CallUsage {
+	return hippocam.CallUsage{Input: int(res.Usage.Input), CachedInput: int(res.Usage.CachedInput), Output: int(res.Usage.Output)}
+}
+
+// messagesStream writes an answer as Anthropic's event stream: message_start and ping, a text
+// block opened with the first piece, text_delta events as the text comes, then the committed
+// answer's other parts and tool_use blocks, message_delta with the stop reason and the usage,
+// message_stop. A step that fails after the stream began ends it with an error event.
+//
+// The answer's non-text parts (thinking blocks of an Anthropic upstream) are not streamed: when
+// the text was, they follow it.
+type messagesStream struct {
+	w     http.ResponseWriter
+	model string
+	sw    *anthropic.StreamWriter
+}
+
+func (m *messagesStream) open(id streamID) error {
+	m.sw = anthropic.NewStreamWriter(m.w, m.model, messageID(id.session, id.answer))
+	return m.sw.Start(hippocam.CallUsage{})
+}
+
+func (m *messagesStream) text(piece string) error { return m.sw.Text(piece) }
+
+func (m *messagesStream) finish(res *sessions.Result) error {
+	for _, p := range res.Answer.Parts {
+		if err := m.sw.Part(p); err != nil {
+			return err
+		}
 	}
-	anthropic.WriteResponse(w, conv.Model, id, &res.Answer, finish, u)
+	return m.rest(res)
+}
+
+// rest writes the tool calls and the end of the answer.
+func (m *messagesStream) rest(res *sessions.Result) error {
+	for _, c := range res.Answer.ToolCalls {
+		if err := m.sw.ToolCall(c); err != nil {
+			return err
+		}
+	}
+	return m.sw.Finish(anthropic.StopReason(res.Step.FinishReasonOr(""), &res.Answer), messageUsage(res))
+}
+
+func (m *messagesStream) whole(id streamID, res *sessions.Result) error {
+	m.sw = anthropic.NewStreamWriter(m.w, m.model, messageID(id.session, id.answer))
+	if err := m.sw.Start(messageUsage(res)); err != nil {
+		return err
+	}
+	for _, p := range res.Answer.Parts {
+		if err := m.sw.Part(p); err != nil {
+			return err
+		}
+	}
+	if err := m.sw.Text(res.Answer.Content); err != nil {
+		return err
+	}
+	return m.rest(res)
+}
+
+func (m *messagesStream) fail(err error) error {
+	status, _, _, msg := errorStatus(m.w, err)
+	return m.sw.Fail(anthropic.StatusType(status), msg)
 }
 
 // writeAnthropicError writes err as Anthropic's error JSON, with the status the OpenAI formats

@@ -14,7 +14,8 @@ import (
 
 // Metrics holds the server's Prometheus measurements, in a registry of its own (no global
 // state): requests and their latency by route, model tokens, calls and cost by call role,
-// consolidations, recall calls, forks and failures.
+// consolidations, recall calls, forks and failures, the time to a stream's first text and the
+// streams cut off by their client.
 type Metrics struct {
 	reg            *prometheus.Registry
 	handler        http.Handler
@@ -28,6 +29,8 @@ type Metrics struct {
 	forks          prometheus.Counter
 	events         *prometheus.CounterVec
 	failures       *prometheus.CounterVec
+	firstText      prometheus.Histogram
+	cutOffs        prometheus.Counter
 }
 
 // NewMetrics returns a fresh set of metrics with Go runtime and process collectors.
@@ -55,8 +58,12 @@ func NewMetrics() *Metrics {
 			Help: "Proxied requests by how they related to their session (created, continued, retried, regenerated, forked)."}, []string{"event"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_failures_total",
 			Help: "Failed chat requests by kind (invalid, capacity, upstream, conflict, internal)."}, []string{"kind"}),
+		firstText: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_stream_first_text_seconds",
+			Help: "Time from a streamed request to its first piece of answer text written to the client.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}),
+		cutOffs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_stream_cut_offs_total",
+			Help: "Streamed answers whose client stopped reading or went away before the end (the step was committed all the same)."}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m

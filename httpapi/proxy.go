@@ -56,36 +56,80 @@ func headerName(r *http.Request) (string, bool) {
 }
 
 // continueSession hands a read request to the session service and sets the response headers
-// that say which session answered and how.
-func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant, name string, conv *hippocam.Conversation) (*sessions.Result, error) {
+// that say which session answered and how. With st, the answer's text streams to the client
+// while the step runs (st is closed, its queue written out, before continueSession returns).
+//
+// The step runs detached from the client's connection: a client that goes away mid-step does
+// not cancel it, so that the answer already paid for is committed and the client's transport
+// retry gets it stored; it then has at most Config.DetachedStepTimeout more to finish.
+func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant, name string, conv *hippocam.Conversation, st *answerStream) (*sessions.Result, error) {
 	n, _ := strconv.Atoi(r.Header.Get(retryCountHeader))
 	req := &sessions.Request{Tenant: tenant, Name: name, Conversation: conv, Retry: n > 0,
 		Key: r.Header.Get(idempotencyKeyHeader), Received: time.Now()}
-	res, err := s.cfg.Sessions.Continue(r.Context(), req)
+	if st != nil {
+		st.position = len(conv.Messages)
+		req.OnStart, req.OnText = st.start, st.text
+	}
+	ctx, cancel := detach(r.Context(), s.cfg.DetachedStepTimeout)
+	res, err := s.cfg.Sessions.Continue(ctx, req)
+	cancel()
+	if st != nil {
+		st.close()
+	}
 	if err != nil {
 		return nil, err
 	}
-	w.Header().Set(SessionHeader, res.Session.ID)
-	w.Header().Set(EventHeader, string(res.Event))
+	if st == nil || !st.begun() {
+		w.Header().Set(SessionHeader, res.Session.ID)
+		w.Header().Set(EventHeader, string(res.Event))
+	}
 	if m := s.cfg.Metrics; m != nil {
 		m.observeResult(res)
 	}
 	return res, nil
 }
 
+// stream continues the session with the answer streamed to the client in format f. When the
+// step fails before anything was written, the error is an ordinary error response; after, the
+// stream ends with the format's error event.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, tenant, name string, conv *hippocam.Conversation, format hippocam.Format, f streamFormat) {
+	st := newAnswerStream(w, f, s.cfg.Metrics)
+	res, err := s.continueSession(w, r, tenant, name, conv, st)
+	if err != nil {
+		if !st.begun() {
+			s.fail(w, r, format, err)
+			return
+		}
+		s.count(r, err)
+		st.abort(err)
+		return
+	}
+	switch err := st.finish(res); {
+	case errors.Is(err, errStreamMismatch):
+		s.count(r, err)
+	case err != nil:
+		s.log.Debug("stream cut off", "path", r.URL.Path, "session", res.Session.ID, "error", err)
+	}
+}
+
 // fail counts and writes err in the error JSON of the request's format.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, format hippocam.Format, err error) {
+	s.count(r, err)
+	if format == hippocam.FormatAnthropic {
+		writeAnthropicError(w, err)
+		return
+	}
+	writeError(w, err)
+}
+
+// count counts a failed request, and logs it when it is Hippocam's own failure.
+func (s *Server) count(r *http.Request, err error) {
 	if m := s.cfg.Metrics; m != nil {
 		m.failures.WithLabelValues(failureKind(err)).Inc()
 	}
 	if hippocam.ErrorCode(err) == hippocam.EINTERNAL {
 		s.log.Error("request failed", "path", r.URL.Path, "error", err)
 	}
-	if format == hippocam.FormatAnthropic {
-		writeAnthropicError(w, err)
-		return
-	}
-	writeError(w, err)
 }
 
 // failureKind classifies an error for metrics.

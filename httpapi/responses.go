@@ -57,22 +57,83 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, tenant string
 		}
 	}
 	conv.Extra = chatFieldsOfResponses(conv)
-	res, err := s.continueSession(w, r, tenant, name, conv)
+	if conv.Stream {
+		s.stream(w, r, tenant, name, conv, hippocam.FormatResponses, &responsesStream{w: w, conv: conv})
+		return
+	}
+	res, err := s.continueSession(w, r, tenant, name, conv, nil)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatResponses, err)
 		return
 	}
-	resp := wire.NewResponse(responseID(res.Session.ID, res.Answer.ID), conv.Model, res.Session.UpdatedAt.Unix(), &res.Answer,
-		hippocam.CallUsage{Input: int(res.Usage.Input), CachedInput: int(res.Usage.CachedInput), Output: int(res.Usage.Output)}, conv.Previous)
-	resp.EchoRequest(conv)
-	if conv.Stream {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-		wire.WriteResponseStream(flushWriter{w}, &resp)
-		return
-	}
+	resp := responseOf(conv, responseID(res.Session.ID, res.Answer.ID), res.Session.UpdatedAt.Unix(), res)
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// responseOf is the response object for res (nil: the response as it starts, before any
+// output), with the fields that echo the request.
+func responseOf(conv *hippocam.Conversation, id string, created int64, res *sessions.Result) wire.Response {
+	var answer *hippocam.Message
+	var u hippocam.CallUsage
+	if res != nil {
+		answer = &res.Answer
+		u = hippocam.CallUsage{Input: int(res.Usage.Input), CachedInput: int(res.Usage.CachedInput), Output: int(res.Usage.Output)}
+	}
+	resp := wire.NewResponse(id, conv.Model, created, answer, u, conv.Previous)
+	resp.EchoRequest(conv)
+	return resp
+}
+
+// responsesStream writes an answer as the Responses event stream: response.created and
+// response.in_progress, the message item and its output_text part opened before the first
+// delta, the text as it comes, each function call whole, then response.completed with the
+// committed answer. A step that fails after the stream began ends it with an error event.
+type responsesStream struct {
+	w    http.ResponseWriter
+	conv *hippocam.Conversation
+	rs   *wire.ResponseStream
+	id   string
+	at   int64
+}
+
+func (s *responsesStream) open(id streamID) error {
+	s.id, s.at = responseID(id.session, id.answer), id.created
+	s.w.Header().Set("Content-Type", "text/event-stream")
+	s.w.Header().Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.rs = wire.NewResponseStream(flushWriter{s.w})
+	start := responseOf(s.conv, s.id, s.at, nil)
+	return s.rs.Start(&start)
+}
+
+func (s *responsesStream) text(piece string) error { return s.rs.Text(piece) }
+
+func (s *responsesStream) finish(res *sessions.Result) error {
+	for _, c := range res.Answer.ToolCalls {
+		if err := s.rs.ToolCall(c); err != nil {
+			return err
+		}
+	}
+	final := responseOf(s.conv, s.id, s.at, res)
+	return s.rs.Finish(&final)
+}
+
+func (s *responsesStream) whole(id streamID, res *sessions.Result) error {
+	if err := s.open(id); err != nil {
+		return err
+	}
+	if err := s.rs.Text(res.Answer.Content); err != nil {
+		return err
+	}
+	return s.finish(res)
+}
+
+func (s *responsesStream) fail(err error) error {
+	_, typ, code, msg := errorStatus(s.w, err)
+	if code == "" {
+		code = typ
+	}
+	return s.rs.Fail(code, msg)
 }
 
 // flushWriter flushes after every write, so that stream events leave at once.
@@ -122,7 +183,9 @@ func (s *Server) previousConversation(ctx context.Context, tenant string, conv *
 }
 
 // transcriptUpTo returns a session's transcript up to and including the answer with the given
-// id. ENOTFOUND when the session or the answer is not there.
+// key: its message id, or "@N" for the answer at index N of the transcript (the key of a
+// response whose text streamed before the answer had an id). ENOTFOUND when the session or the
+// answer is not there.
 func (s *Server) transcriptUpTo(ctx context.Context, tenant, session, answer string) ([]hippocam.Message, error) {
 	sess, err := s.cfg.Store.Session(ctx, tenant, session)
 	if err != nil {
@@ -132,12 +195,39 @@ func (s *Server) transcriptUpTo(ctx context.Context, tenant, session, answer str
 	if err != nil {
 		return nil, err
 	}
+	if i, ok := answerPosition(answer); ok {
+		if i < len(msgs) && msgs[i].Role == hippocam.RoleAssistant {
+			return msgs[:i+1], nil
+		}
+	}
 	for i := range msgs {
 		if msgs[i].ID == answer && msgs[i].Role == hippocam.RoleAssistant {
 			return msgs[:i+1], nil
 		}
 	}
 	return nil, hippocam.Errorf(hippocam.ENOTFOUND, "no answer %q in session %q", answer, session)
+}
+
+// answerPosition reads an answer key of the form "@N".
+func answerPosition(answer string) (int, bool) {
+	rest, ok := strings.CutPrefix(answer, "@")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n >= 0 && strconv.Itoa(n) == rest
+}
+
+// answerMessage returns the answer an answer key names (see transcriptUpTo).
+func (s *Server) answerMessage(ctx context.Context, tenant, session, answer string) (*hippocam.Message, error) {
+	if _, ok := answerPosition(answer); !ok {
+		return s.cfg.Store.Message(ctx, tenant, session, answer)
+	}
+	msgs, err := s.transcriptUpTo(ctx, tenant, session, answer)
+	if err != nil {
+		return nil, err
+	}
+	return &msgs[len(msgs)-1], nil
 }
 
 // resolveItemReferences replaces the input items of the form {"type":"item_reference","id":…}
@@ -204,7 +294,7 @@ func (s *Server) outputItem(ctx context.Context, tenant, id string) (json.RawMes
 	if !ok {
 		return nil, notFound
 	}
-	m, err := s.cfg.Store.Message(ctx, tenant, session, answer)
+	m, err := s.answerMessage(ctx, tenant, session, answer)
 	if err != nil {
 		return nil, notFound
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // A search the model makes is answered inside the proxy, like recall: whether the client reads
-// the answer whole or streamed, it gets only the final text, while the stored answer's trace
-// keeps the search exchange, whose hit lies in the archive beneath a memory.
+// the answer whole or streamed, it gets the text the model wrote (before its search call and
+// after it, set apart by a blank line) and no tool call, while the stored answer's trace keeps
+// the search exchange, whose hit lies in the archive beneath a memory.
 func TestChatSearchStaysInside(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		name := "Whole"
@@ -28,8 +29,8 @@ func TestChatSearchStaysInside(t *testing.T) {
 			a.user(stream, "#close Meet the owner\n!say met")
 			// The sim runs a scripted !call of search like any call; Hippocam answers it.
 			text := a.user(stream, "!call search {\"query\":\"owner of the shop\"}\n!say searched")
-			if text != "searched" {
-				t.Fatalf("answer %q, want only the final text", text)
+			if text != "searched\n\nsearched" {
+				t.Fatalf("answer %q, want the text of both responses", text)
 			}
 			last := a.history[len(a.history)-1]
 			if len(last.ToolCalls) != 0 {

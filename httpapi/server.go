@@ -42,13 +42,25 @@ type Config struct {
 	Viewer http.Handler
 	// MaxBodyBytes bounds request bodies (default 32 MiB).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// WriteTimeout bounds every write of a response, each event of a stream included (default
+	// DefaultWriteTimeout): a client that stops reading is cut off after it, while the session
+	// goes on without it.
+	WriteTimeout time.Duration
+	// DetachedStepTimeout is how long a step may still run once its client has gone away
+	// (default DefaultDetachedStepTimeout). Steps run detached from the client's connection, so
+	// that an answer already paid for is committed and the client's retry finds it.
+	DetachedStepTimeout time.Duration
+	Logger              *slog.Logger
 	// Metrics receives the server's measurements (optional).
 	Metrics *Metrics
 }
 
-// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero.
-const DefaultMaxBodyBytes = 32 << 20
+// Defaults for the zero fields of Config.
+const (
+	DefaultMaxBodyBytes        = 32 << 20
+	DefaultWriteTimeout        = 60 * time.Second
+	DefaultDetachedStepTimeout = 5 * time.Minute
+)
 
 // Server is the HTTP front of Hippocam. It is safe for concurrent use: requests of one session
 // are serialized, different sessions run in parallel.
@@ -65,7 +77,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "httpapi: an engine and a store are required")
 	}
 	if cfg.Sessions == nil {
-		svc, err := sessions.New(sessions.Config{Engine: cfg.Engine, Store: cfg.Store, Logger: cfg.Logger})
+		// Nothing runs consolidation jobs for a service made here: it consolidates before it
+		// answers. hippocam serve passes a service whose workers run them after the answer.
+		svc, err := sessions.New(sessions.Config{Engine: cfg.Engine, Store: cfg.Store, Logger: cfg.Logger, Inline: true})
 		if err != nil {
 			return nil, err
 		}
@@ -73,6 +87,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.DetachedStepTimeout <= 0 {
+		cfg.DetachedStepTimeout = DefaultDetachedStepTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -129,8 +149,42 @@ func (s *Server) handle(pattern, route string, h func(http.ResponseWriter, *http
 	})
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Every write of the response gets Config.WriteTimeout to
+// complete.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	dw := &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.cfg.WriteTimeout, ok: true}
+	defer dw.extend() // the server's own last flush, after the handler, is bounded too
+	s.mux.ServeHTTP(dw, r)
+}
+
+// deadlineWriter sets the connection's write deadline before every write and flush, so that a
+// client that stops reading fails the write after timeout instead of blocking it forever. Each
+// write moves the deadline, so a long stream that keeps being read is never cut.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	ok      bool // the connection takes deadlines (a test recorder does not)
+}
+
+func (d *deadlineWriter) extend() {
+	if d.ok && d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) != nil {
+		d.ok = false
+	}
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	d.extend()
+	return d.ResponseWriter.Write(b)
+}
+
+func (d *deadlineWriter) Flush() {
+	d.extend()
+	_ = d.rc.Flush() // a failed flush fails the next write
+}
+
+// Unwrap gives http.ResponseController the writer beneath.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
 
 // authenticate returns the request's tenant. Without configured keys every request is the one
 // tenant "".
@@ -172,6 +226,9 @@ func (r *statusRecorder) Flush() {
 		f.Flush()
 	}
 }
+
+// Unwrap gives http.ResponseController the writer beneath.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // writeJSON writes v with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -105,7 +105,25 @@ func snapshot(s *hippocam.Session) hippocam.Session {
 		c.Usage = s.Usage.Clone()
 	}
 	c.Transcript = cloneTranscript(s.Transcript)
+	c.Pending = clonePending(s.Pending)
 	return c
+}
+
+// clonePending returns a deep copy of p, made through its JSON: that is what the SQL stores
+// keep of it, and it cannot miss a field that Pending gains.
+func clonePending(p *hippocam.Pending) *hippocam.Pending {
+	if p == nil {
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	var c hippocam.Pending
+	if json.Unmarshal(b, &c) != nil {
+		return nil
+	}
+	return &c
 }
 
 // cloneTranscript returns a deep copy of t.

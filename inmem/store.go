@@ -22,6 +22,10 @@ type Store struct {
 
 	mu       sync.RWMutex
 	sessions map[key]*session
+	jobs     map[jobKey]*job
+	lastJob  int64
+	// tombstones holds the transcript hashes of deleted sessions.
+	tombstones map[key]bool
 }
 
 type key struct{ tenant, id string }
@@ -40,13 +44,13 @@ type session struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{Now: time.Now, sessions: map[key]*session{}}
+	return &Store{Now: time.Now, sessions: map[key]*session{}, jobs: map[jobKey]*job{}, tombstones: map[key]bool{}}
 }
 
 func (st *Store) now() time.Time { return st.Now().UTC().Truncate(time.Microsecond) }
 
-// CreateSession stores s as a new session at version 0 and sets s.Version, s.CreatedAt (unless
-// already set) and s.UpdatedAt. EINVALID for an empty id or a non-empty context (messages enter
+// CreateSession stores s as a new session at version 0 and sets s.Version, s.UID (a fresh
+// one), s.CreatedAt (unless already set) and s.UpdatedAt. EINVALID for an empty id or a non-empty context (messages enter
 // through Commit); ECONFLICT if the session exists.
 func (st *Store) CreateSession(ctx context.Context, s *hippocam.Session) error {
 	if s == nil || s.ID == "" {
@@ -66,7 +70,7 @@ func (st *Store) CreateSession(ctx context.Context, s *hippocam.Session) error {
 		s.CreatedAt = now
 	}
 	s.CreatedAt = s.CreatedAt.UTC().Truncate(time.Microsecond)
-	s.UpdatedAt, s.Version = now, 0
+	s.UpdatedAt, s.Version, s.UID = now, 0, hippocam.NewSessionUID()
 	st.sessions[k] = &session{
 		snap:     snapshot(s),
 		messages: map[string]hippocam.Message{},
@@ -91,8 +95,9 @@ func (st *Store) Session(ctx context.Context, tenant, id string) (*hippocam.Sess
 	return &s, nil
 }
 
-// Commit applies ch to the stored session and stores s's snapshot fields, all or nothing; on
-// success it sets s.Version and s.UpdatedAt. ECONFLICT if the stored version is not ch.From;
+// Commit applies ch to the stored session, stores s's snapshot fields and enqueues ch.Jobs, all
+// or nothing; on success it sets s.Version and s.UpdatedAt. ECONFLICT if the stored version is
+// not ch.From or the stored session has another UID (it was deleted and created again);
 // ENOTFOUND if the session is gone; EINVALID if an op is malformed or names a message that is
 // not in the context.
 func (st *Store) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Change) error {
@@ -105,8 +110,14 @@ func (st *Store) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Ch
 	if !ok {
 		return notFound(s.ID)
 	}
+	if ss.snap.UID != s.UID {
+		return recreated(s.ID)
+	}
 	if ss.snap.Version != ch.From {
 		return hippocam.Errorf(hippocam.ECONFLICT, "session %q is at version %d, not %d", s.ID, ss.snap.Version, ch.From)
+	}
+	if err := hippocam.CheckJobs(ch.Jobs); err != nil {
+		return err
 	}
 	p := &pending{ss: ss, context: slices.Clone(ss.context), messages: map[string]hippocam.Message{}, children: map[string][]string{}}
 	for i, op := range ch.Ops {
@@ -128,6 +139,7 @@ func (st *Store) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Ch
 	created := ss.snap.CreatedAt
 	ss.snap = snapshot(s)
 	ss.snap.CreatedAt, ss.snap.UpdatedAt, ss.snap.Version = created, st.now(), ch.From+1
+	st.enqueue(key{s.Tenant, s.ID}, ch.Jobs, ss.snap.UpdatedAt)
 	s.Version, s.UpdatedAt = ss.snap.Version, ss.snap.UpdatedAt
 	return nil
 }
@@ -209,20 +221,56 @@ func (st *Store) FindSessions(ctx context.Context, tenant, hash string) ([]strin
 	return out, nil
 }
 
-// DeleteSession removes the session and everything archived in it. ENOTFOUND if none.
+// DeleteSession removes the session, everything archived in it and its jobs, and records its
+// transcript hashes as tombstones. ENOTFOUND if none.
 func (st *Store) DeleteSession(ctx context.Context, tenant, id string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	k := key{tenant, id}
-	if _, ok := st.sessions[k]; !ok {
+	ss, ok := st.sessions[k]
+	if !ok {
 		return notFound(id)
 	}
+	for _, h := range []string{ss.snap.Transcript.Hash, ss.snap.Transcript.PrevHash} {
+		if h != "" {
+			st.tombstones[key{tenant, h}] = true
+		}
+	}
 	delete(st.sessions, k)
+	st.deleteJobs(k)
 	return nil
+}
+
+// SessionVersion returns the stored session's version and UID. ENOTFOUND if none.
+func (st *Store) SessionVersion(ctx context.Context, tenant, id string) (int64, string, error) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	ss, ok := st.sessions[key{tenant, id}]
+	if !ok {
+		return 0, "", notFound(id)
+	}
+	return ss.snap.Version, ss.snap.UID, nil
+}
+
+// Tombstoned reports whether any of hashes is a transcript hash of a deleted session of the
+// tenant.
+func (st *Store) Tombstoned(ctx context.Context, tenant string, hashes []string) (bool, error) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	for _, h := range hashes {
+		if h != "" && st.tombstones[key{tenant, h}] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Close does nothing: the store holds no resources beyond memory.
 func (st *Store) Close() error { return nil }
+
+func recreated(id string) error {
+	return hippocam.Errorf(hippocam.ECONFLICT, "session %q was deleted and created again since it was loaded", id)
+}
 
 func notFound(id string) error {
 	return hippocam.Errorf(hippocam.ENOTFOUND, "no session %q", id)

@@ -27,6 +27,8 @@ type Client struct {
 	http  *http.Client
 	log   *slog.Logger
 	retry httpretry.Policy
+	// bodies writes the request bodies, keeping recent ones to copy what the next repeats.
+	bodies *wire.RequestWriter
 }
 
 var _ hippocam.Model = (*Client)(nil)
@@ -45,6 +47,7 @@ func New(cfg Config) (*Client, error) {
 		log:  cfg.Logger,
 		retry: httpretry.Policy{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinBackoff,
 			MaxBackoff: cfg.MaxBackoff, Timeout: cfg.Timeout},
+		bodies: wire.NewRequestWriter(cfg.RequestCacheBytes),
 	}, nil
 }
 
@@ -102,7 +105,8 @@ func roleOf(req *hippocam.Request) hippocam.CallRole {
 
 // requestBody encodes req for the wire; stream asks for a streamed answer with a final usage
 // chunk. Fields of req.Extra that the client sets itself are dropped, so that the body never
-// names a key twice.
+// names a key twice. The messages that the client's recent requests also carried are copied
+// from those requests' bodies instead of encoded again.
 func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error) {
 	if req == nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: no request")
@@ -111,29 +115,9 @@ func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error)
 	if req.Model != "" {
 		model = req.Model
 	}
-	wr, err := wire.FromRequest(model, req)
+	b, err := c.bodies.Body(model, req, stream)
 	if err != nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: %v", err)
-	}
-	for _, k := range []string{"model", "messages", "stream", "stream_options"} {
-		delete(wr.Extra, k)
-	}
-	if len(wr.Tools) > 0 {
-		delete(wr.Extra, "tools")
-	}
-	if len(wr.ToolChoice) > 0 {
-		delete(wr.Extra, "tool_choice")
-	}
-	if wr.MaxTokens != nil {
-		delete(wr.Extra, "max_tokens")
-	}
-	if stream {
-		wr.Stream = true
-		wr.StreamOptions = &wire.StreamOptions{IncludeUsage: true}
-	}
-	b, err := json.Marshal(wr)
-	if err != nil {
-		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: encode request: %v", err)
 	}
 	return b, nil
 }

@@ -15,6 +15,9 @@ const (
 	DefaultMaxRetries = 3
 	DefaultMinBackoff = 500 * time.Millisecond
 	DefaultMaxBackoff = 20 * time.Second
+	// DefaultRequestCacheBytes is Config.RequestCacheBytes when it is zero: room for the
+	// latest requests of a few dozen sessions of 10,000 messages.
+	DefaultRequestCacheBytes = 64 << 20
 )
 
 // maxResponseBytes bounds the body of a non-streamed answer or an error; maxStreamBytes bounds a
@@ -54,6 +57,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives retries and failures. Nil discards them.
 	Logger *slog.Logger
+	// RequestCacheBytes bounds the memory the client spends on the encoded messages of its
+	// latest requests, which it copies into the next request that repeats them (a session's
+	// JANUS and main-model calls share their context, and the next step resends it). Zero means
+	// DefaultRequestCacheBytes; negative keeps nothing.
+	RequestCacheBytes int
 }
 
 // DefaultConfig returns a Config with every default filled in, three retries included; the
@@ -83,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.RequestCacheBytes == 0 {
+		c.RequestCacheBytes = DefaultRequestCacheBytes
 	}
 	return c
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/hippocam/hippocam/openai/wire"
 )
 
+var _ hippocam.StreamModel = (*Client)(nil)
+
 // Stream sends req as a streamed chat completion (stream: true, with a final usage chunk),
 // calls fn with every chunk as it arrives, and returns the whole answer assembled from the
 // deltas of the first choice: content concatenated, tool calls merged by index, the last
@@ -26,6 +28,44 @@ import (
 // that breaks after that gives EUNAVAILABLE. Config.Timeout bounds the wait for the headers
 // and every pause between two lines. Errors otherwise as for Complete.
 func (c *Client) Stream(ctx context.Context, req *hippocam.Request, fn func(wire.ChatChunk) error) (*hippocam.Response, error) {
+	return c.stream(ctx, req, func(ch wire.ChatChunk) (bool, error) {
+		if fn == nil {
+			return true, nil
+		}
+		return true, fn(ch)
+	})
+}
+
+// CompleteStream implements hippocam.StreamModel: Complete, streamed, with the text of the
+// first choice's content deltas given to fn as it arrives (tool calls come whole in the
+// Response). An error from fn ends the stream and is returned wrapped, with no retry.
+//
+// Attempts are repeated, as for Complete, until the first piece of text has reached fn (a
+// stream that breaks after its role chunk but before any text is tried again, and fn never
+// sees a piece twice); after it a broken stream is EUNAVAILABLE. Errors otherwise as for
+// Complete.
+func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn func(text string) error) (*hippocam.Response, error) {
+	return c.stream(ctx, req, func(ch wire.ChatChunk) (bool, error) {
+		sent := false
+		for _, cc := range ch.Choices {
+			if cc.Index != 0 || cc.Delta.Content == nil || *cc.Delta.Content == "" {
+				continue
+			}
+			sent = true
+			if fn == nil {
+				continue
+			}
+			if err := fn(*cc.Delta.Content); err != nil {
+				return true, err
+			}
+		}
+		return sent, nil
+	})
+}
+
+// stream sends req streamed and gives every chunk to deliver, which reports whether the chunk
+// reached the caller (from then on a failure is not retried) and the caller's error.
+func (c *Client) stream(ctx context.Context, req *hippocam.Request, deliver func(wire.ChatChunk) (bool, error)) (*hippocam.Response, error) {
 	body, err := c.requestBody(req, true)
 	if err != nil {
 		return nil, err
@@ -36,15 +76,13 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, fn func(wire
 		body: body, role: roleOf(req), accept: "text/event-stream",
 		read: func(resp *http.Response, a *httpretry.Attempt) error {
 			asm = &assembler{byIndex: map[int]*partialCall{}}
-			return readEvents(resp.Body, a, func(ch wire.ChatChunk) error {
+			return readEvents(resp.Body, a, func(ch wire.ChatChunk) (bool, error) {
 				asm.add(ch)
-				if fn == nil {
-					return nil
+				delivered, err := deliver(ch)
+				if err != nil {
+					return delivered, callbackError{err}
 				}
-				if err := fn(ch); err != nil {
-					return callbackError{err}
-				}
-				return nil
+				return delivered, nil
 			})
 		},
 	})
@@ -72,10 +110,11 @@ type streamEvent struct {
 }
 
 // readEvents reads the server-sent events of body, decodes each data event as a chunk and
-// gives it to fn, until "[DONE]" or the end of the body. Read failures before the first chunk
-// are transient; after it they are EUNAVAILABLE, like malformed or error events.
-func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) error) error {
-	var finished bool
+// gives it to fn, until "[DONE]" or the end of the body. fn reports whether the chunk reached
+// the caller. Read failures and error events before any chunk did are transient; after it they
+// are EUNAVAILABLE, like malformed events.
+func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) (bool, error)) error {
+	var finished, delivered bool
 	chunks := 0
 	event := func(data []byte) (done bool, err error) {
 		ev := bytes.TrimSpace(data)
@@ -87,7 +126,11 @@ func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) er
 			return false, unreadable(fmt.Sprintf("stream event %d: %v", chunks+1, err))
 		}
 		if len(se.Error) > 0 && string(se.Error) != "null" {
-			return false, hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", parseErrorBody(ev).Error.Message)
+			err := hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", parseErrorBody(ev).Error.Message)
+			if !delivered {
+				return false, httpretry.Transient{Err: err} // nothing reached the caller: try again
+			}
+			return false, err
 		}
 		for _, ch := range se.Choices {
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
@@ -95,11 +138,13 @@ func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) er
 			}
 		}
 		chunks++
-		return false, fn(se.ChatChunk)
+		got, err := fn(se.ChatChunk)
+		delivered = delivered || got
+		return false, err
 	}
 	end := func(rerr error) error {
 		switch {
-		case rerr != io.EOF && chunks == 0:
+		case rerr != io.EOF && !delivered:
 			return httpretry.Transient{Err: rerr}
 		case rerr != io.EOF:
 			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.Explain(rerr))

@@ -12,12 +12,15 @@ import (
 
 // Commit applies ch to the stored session and stores s's snapshot fields, in one transaction;
 // on success it sets s.Version to ch.From+1 and s.UpdatedAt. ECONFLICT if the stored version is
-// not ch.From; ENOTFOUND if the session is gone; EINVALID if an op is malformed or names a
+// not ch.From or the stored session has another UID (it was deleted and created again); ENOTFOUND if the session is gone; EINVALID if an op is malformed or names a
 // message that is not in the context. A failed commit changes nothing. Ops are applied by
 // sqlstore.Apply, which says where appended and folded messages go.
 func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Change) error {
 	if s == nil {
 		return hippocam.Errorf(hippocam.EINVALID, "commit: no session")
+	}
+	if err := hippocam.CheckJobs(ch.Jobs); err != nil {
+		return err
 	}
 	snap, err := sqlstore.EncodeSnapshot[[]byte](s)
 	if err != nil {
@@ -29,17 +32,20 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		// commit from the same version waits here, then finds the version moved.
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET version = version + 1, seq = $1, stack = $2, stack_log = $3,
 			rounds = $4, usage = $5, consolidations = $6, transcript = $7, depth = $8, messages = messages + $9,
-			updated_at = $10, head = $14, prev_head = $15, fork = $16 WHERE tenant = $11 AND id = $12 AND version = $13`,
+			updated_at = $10, head = $14, prev_head = $15, fork = $16, pending = $17 WHERE tenant = $11 AND id = $12 AND version = $13 AND uid = $18`,
 			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
 			sqlstore.ContextGrowth(ch.Ops), now, s.Tenant, s.ID, ch.From,
-			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s))
+			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), snap.Pending, s.UID)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return versionError(ctx, tx, s.Tenant, s.ID, ch.From)
+			return versionError(ctx, tx, s, ch.From)
 		}
-		return sqlstore.Apply(ctx, &commitTx{tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops)
+		if err := sqlstore.Apply(ctx, &commitTx{tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops); err != nil {
+			return err
+		}
+		return enqueueJobs(ctx, tx, s.Tenant, s.ID, ch.Jobs)
 	})
 	if err != nil {
 		if hippocam.ErrorCode(err) != hippocam.EINTERNAL {
@@ -51,16 +57,21 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	return nil
 }
 
-// versionError tells a session that is gone (ENOTFOUND) from one at another version (ECONFLICT).
-func versionError(ctx context.Context, tx pgx.Tx, tenant, id string, from int64) error {
+// versionError tells a session that is gone (ENOTFOUND) from one at another version or created
+// again since s was loaded (ECONFLICT).
+func versionError(ctx context.Context, tx pgx.Tx, s *hippocam.Session, from int64) error {
 	var version int64
-	err := tx.QueryRow(ctx, `SELECT version FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).Scan(&version)
+	var uid string
+	err := tx.QueryRow(ctx, `SELECT version, uid FROM sessions WHERE tenant = $1 AND id = $2`, s.Tenant, s.ID).Scan(&version, &uid)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return sqlstore.SessionNotFound(id)
+		return sqlstore.SessionNotFound(s.ID)
 	} else if err != nil {
 		return err
 	}
-	return sqlstore.VersionConflict(id, version, from)
+	if uid != s.UID {
+		return sqlstore.SessionRecreated(s.ID)
+	}
+	return sqlstore.VersionConflict(s.ID, version, from)
 }
 
 // commitTx is sqlstore.Tx in PostgreSQL: one commit's statements against one session's

@@ -12,6 +12,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path"
 	"strconv"
 	"strings"
@@ -38,6 +39,12 @@ type DB struct {
 	DSN string
 	// Now returns the current time; tests may replace it before Open.
 	Now func() time.Time
+	// SkipVacuum leaves the space of deleted sessions to autovacuum instead of vacuuming the
+	// tables after each DeleteSession (docs/storage.md says what either leaves behind).
+	SkipVacuum bool
+	// Log receives what goes wrong after a change is committed (vacuuming after a delete); nil
+	// discards it.
+	Log *slog.Logger
 
 	pool *pgxpool.Pool
 }
@@ -78,6 +85,51 @@ func (db *DB) Close() error {
 		db.pool = nil
 	}
 	return nil
+}
+
+// vacuumTables are the tables a deleted session had rows in; their TOAST tables are vacuumed
+// with them.
+var vacuumTables = []string{"messages", "sessions", "jobs"}
+
+// vacuum vacuums the tables a deleted session had rows in, so that the space of its dead rows
+// is free to reuse at once and empty pages at a table's end go back to the file system. The
+// rows' bytes stay in the pages until new rows overwrite them, and in the WAL, backups and
+// replicas until those roll over (docs/storage.md). VACUUM cannot run in a transaction; it runs
+// after the delete committed, and a failure is logged, not returned: autovacuum gets there later.
+func (db *DB) vacuum(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	for _, table := range vacuumTables {
+		if _, err := db.pool.Exec(ctx, `VACUUM `+pgx.Identifier{table}.Sanitize()); err != nil {
+			db.logger().Warn("postgres: vacuum after delete failed", logTable, table, logErr, err)
+		}
+	}
+}
+
+// Purge rewrites the tables deleted sessions had rows in (VACUUM FULL), so that their bytes
+// leave the tables' files and indexes, GIN keys included, and the space goes back to the file
+// system. It takes each table's exclusive lock while it rewrites it: every replica's reads and
+// commits wait, so it is for a maintenance window (docs/storage.md). The server's WAL, its
+// backups and its standbys keep their copies until they roll over.
+func (db *DB) Purge(ctx context.Context) error {
+	for _, table := range vacuumTables {
+		if _, err := db.pool.Exec(ctx, `VACUUM FULL `+pgx.Identifier{table}.Sanitize()); err != nil {
+			return fmt.Errorf("postgres: purge %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// Log keys.
+const (
+	logTable = "table"
+	logErr   = "err"
+)
+
+func (db *DB) logger() *slog.Logger {
+	if db.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return db.Log
 }
 
 func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Microsecond) }

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CreateSession stores s as a new session at version 0 and sets s.Version, s.CreatedAt (unless
-// already set) and s.UpdatedAt. Times are kept in UTC to the microsecond. EINVALID for an empty
+// CreateSession stores s as a new session at version 0 and sets s.Version, s.UID (a fresh one),
+// s.CreatedAt (unless already set) and s.UpdatedAt. Times are kept in UTC to the microsecond. EINVALID for an empty
 // id or a non-empty context (messages enter through Commit); ECONFLICT if the session exists.
 func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
 	snap, err := sqlstore.EncodeNewSession[[]byte](s)
@@ -21,18 +21,19 @@ func (db *DB) CreateSession(ctx context.Context, s *hippocam.Session) error {
 	}
 	now := db.now()
 	created := sqlstore.CreatedAt(s, now)
+	uid := hippocam.NewSessionUID()
 	tag, err := db.pool.Exec(ctx, `INSERT INTO sessions
-		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, depth, messages, created_at, updated_at)
-		VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $10, 0, $11, $12) ON CONFLICT DO NOTHING`,
+		(tenant, id, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, pending, depth, messages, created_at, updated_at, uid)
+		VALUES ($1, $2, 0, $3, $4, $5, $6, $7, $8, $9, $13, $10, 0, $11, $12, $14) ON CONFLICT DO NOTHING`,
 		s.Tenant, s.ID, s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
-		created, now)
+		created, now, snap.Pending, uid)
 	if err != nil {
 		return fmt.Errorf("postgres: create session: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return sqlstore.SessionExists(s.ID)
 	}
-	s.Version, s.CreatedAt, s.UpdatedAt = 0, created, now
+	s.Version, s.UID, s.CreatedAt, s.UpdatedAt = 0, uid, created, now
 	return nil
 }
 
@@ -43,9 +44,9 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		s = &hippocam.Session{Tenant: tenant, ID: id}
 		var snap sqlstore.Snapshot[[]byte]
-		err := tx.QueryRow(ctx, `SELECT version, seq, stack, stack_log, rounds, usage, consolidations, transcript, created_at, updated_at
+		err := tx.QueryRow(ctx, `SELECT uid, version, seq, stack, stack_log, rounds, usage, consolidations, transcript, pending, created_at, updated_at
 			FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).
-			Scan(&s.Version, &s.Seq, &snap.Stack, &snap.StackLog, &snap.Rounds, &snap.Usage, &snap.Consolidations, &snap.Transcript, &s.CreatedAt, &s.UpdatedAt)
+			Scan(&s.UID, &s.Version, &s.Seq, &snap.Stack, &snap.StackLog, &snap.Rounds, &snap.Usage, &snap.Consolidations, &snap.Transcript, &snap.Pending, &s.CreatedAt, &s.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return sqlstore.SessionNotFound(id)
 		} else if err != nil {
@@ -120,15 +121,59 @@ func (db *DB) FindSessions(ctx context.Context, tenant, hash string) ([]string, 
 	return ids, rows.Err()
 }
 
-// DeleteSession removes the session and, by cascade, all of its messages, their search terms
-// with them. ENOTFOUND if none.
-func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
-	tag, err := db.pool.Exec(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id)
-	if err != nil {
-		return fmt.Errorf("postgres: delete session: %w", err)
+// SessionVersion returns the stored session's version and UID. ENOTFOUND if none.
+func (db *DB) SessionVersion(ctx context.Context, tenant, id string) (int64, string, error) {
+	var version int64
+	var uid string
+	err := db.pool.QueryRow(ctx, `SELECT version, uid FROM sessions WHERE tenant = $1 AND id = $2`, tenant, id).Scan(&version, &uid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", sqlstore.SessionNotFound(id)
+	} else if err != nil {
+		return 0, "", fmt.Errorf("postgres: session version: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return sqlstore.SessionNotFound(id)
+	return version, uid, nil
+}
+
+// Tombstoned reports whether any of hashes is a transcript hash of a deleted session of the
+// tenant.
+func (db *DB) Tombstoned(ctx context.Context, tenant string, hashes []string) (bool, error) {
+	if len(hashes) == 0 {
+		return false, nil
+	}
+	var found bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tombstones WHERE tenant = $1 AND hash = ANY ($2))`,
+		tenant, hashes).Scan(&found); err != nil {
+		return false, fmt.Errorf("postgres: tombstoned: %w", err)
+	}
+	return found, nil
+}
+
+// DeleteSession removes the session and, by cascade, all of its messages, their search terms
+// with them, and its jobs, and records its transcript hashes as tombstones, in one transaction.
+// Then, unless SkipVacuum is set, it vacuums the tables the rows were in (vacuum), so that their
+// space is reusable at once. ENOTFOUND if none.
+func (db *DB) DeleteSession(ctx context.Context, tenant, id string) error {
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var head, prev string
+		err := tx.QueryRow(ctx, `DELETE FROM sessions WHERE tenant = $1 AND id = $2 RETURNING head, prev_head`,
+			tenant, id).Scan(&head, &prev)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sqlstore.SessionNotFound(id)
+		} else if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO tombstones (tenant, hash)
+			SELECT $1, h FROM unnest($2::text[]) AS h WHERE h <> '' ON CONFLICT DO NOTHING`, tenant, []string{head, prev})
+		return err
+	})
+	if err != nil {
+		if hippocam.ErrorCode(err) == hippocam.EINTERNAL {
+			return fmt.Errorf("postgres: delete session: %w", err)
+		}
+		return err
+	}
+	if !db.SkipVacuum {
+		db.vacuum(ctx)
 	}
 	return nil
 }

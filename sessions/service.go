@@ -59,14 +59,28 @@ type Config struct {
 	// 200,000; negative: no cache).
 	CacheMessages int
 	Logger        *slog.Logger
+	// Inline consolidates before answering, as the paper's step does, instead of leaving it to
+	// a job (RunJobs) after the answer.
+	Inline bool
+	// Workers is how many jobs RunJobs runs at once (default 2); JobPoll how often an idle
+	// worker looks for jobs other replicas enqueued (default 1 s); JobLease how long a claimed
+	// job stays with its worker without renewal (default 30 s): a server that died mid-job
+	// leaves it to others that long.
+	Workers  int
+	JobPoll  time.Duration
+	JobLease time.Duration
 }
 
 // Service continues sessions from agents' requests. It is safe for concurrent use.
 type Service struct {
-	cfg   Config
-	log   *slog.Logger
-	locks locks
-	cache *cache
+	cfg     Config
+	log     *slog.Logger
+	locks   locks
+	cache   *cache
+	owner   string        // this process's name in job leases
+	wake    chan struct{} // a job was enqueued
+	running running       // lock keys held by running jobs
+	stats   stats
 }
 
 // New returns a service. EINVALID when the engine or the store is missing.
@@ -83,7 +97,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages)}, nil
+	if cfg.Workers <= 0 {
+		cfg.Workers = defaultWorkers
+	}
+	if cfg.JobPoll <= 0 {
+		cfg.JobPoll = defaultJobPoll
+	}
+	if cfg.JobLease <= 0 {
+		cfg.JobLease = defaultJobLease
+	}
+	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages),
+		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]int{}}}, nil
 }
 
 // Log keys.
@@ -118,6 +142,20 @@ type Request struct {
 	Key   string
 	// Received is when the request arrived.
 	Received time.Time
+	// OnText, when set, receives the answer's text as the main model produces it, piece by
+	// piece, in order, before Continue returns: the transport streams it to the client. It is
+	// called from the step's goroutine and must not block (queue what the client has not read
+	// yet). On success the pieces joined are exactly Result.Answer.Content; the tool calls and the
+	// end of the answer are for the transport to send after Continue returned, once the step is
+	// committed. When Continue fails after pieces were sent, the transport must end the stream
+	// with an error: nothing of the step was kept and the client's retry runs it again. A retried
+	// request (EventRetried) sends no piece: the transport writes the stored answer whole.
+	OnText func(text string)
+	// OnStart, when set, is called once, under the session's lock, just before the step runs
+	// (never for a retry, which runs none), with the id of the session that will answer and how
+	// the request relates to it: a streaming transport names them (its response headers and
+	// ids) before the first piece of text. It must not block.
+	OnStart func(session string, event Event)
 }
 
 // Result is what a request produced.
@@ -163,6 +201,9 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.running.holds(h.lockKey()) {
+		s.stats.waitsRunning.Add(1) // the session's consolidation job is running: wait for it
+	}
 	unlock := s.locks.lock(h.lockKey())
 	defer unlock()
 	plan, err := s.resolve(ctx, h)
@@ -175,6 +216,9 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 			return nil, fmt.Errorf("retry: %w", err)
 		}
 		return &Result{Session: plan.sess, Event: EventRetried, Answer: *m}, nil
+	}
+	if req.OnStart != nil {
+		req.OnStart(plan.sess.ID, plan.event)
 	}
 	return s.advance(ctx, h, plan)
 }
@@ -215,9 +259,11 @@ func (s *Service) read(req *Request) (*history, error) {
 		return nil, err
 	}
 	h := &history{Request: req, conv: conv, framing: hippocam.FramingHash(conv.Framing)}
-	h.hashes = make([]string, len(conv.Messages)+1)
+	h.hashes = conv.Hashes // the reader's, when it remembered the messages the request resends
+	if len(h.hashes) != len(conv.Messages)+1 {
+		h.hashes = hippocam.TranscriptChain("", conv.Messages)
+	}
 	for i := range conv.Messages {
-		h.hashes[i+1] = hippocam.TranscriptHash(h.hashes[i], &conv.Messages[i])
 		if conv.Messages[i].Role == hippocam.RoleAssistant {
 			h.seen = i + 1
 		}
@@ -273,7 +319,9 @@ type plan struct {
 	fresh bool // not stored yet: created with the step's commit
 }
 
-// resolve finds the session the history continues, or decides the new one it starts.
+// resolve finds the session the history continues, or decides the new one it starts. A new
+// session or fork is refused (ENOTFOUND) when the history continues a deleted session
+// (refuseDeleted).
 func (s *Service) resolve(ctx context.Context, h *history) (*plan, error) {
 	if h.Name == "" {
 		return s.resolveUnnamed(ctx, h)
@@ -283,6 +331,9 @@ func (s *Service) resolve(ctx context.Context, h *history) (*plan, error) {
 		return nil, err
 	}
 	if base == nil || base.Transcript.Count == 0 {
+		if err := s.refuseDeleted(ctx, h); err != nil {
+			return nil, err
+		}
 		if base != nil {
 			return &plan{sess: base, event: EventCreated}, nil // created but never advanced
 		}
@@ -309,6 +360,9 @@ func (s *Service) resolve(ctx context.Context, h *history) (*plan, error) {
 				return p, nil
 			}
 		}
+	}
+	if err := s.refuseDeleted(ctx, h); err != nil {
+		return nil, err
 	}
 	return s.fork(ctx, h, base)
 }
@@ -341,6 +395,9 @@ func (s *Service) resolveUnnamed(ctx context.Context, h *history) (*plan, error)
 			}
 			return p, nil
 		}
+	}
+	if err := s.refuseDeleted(ctx, h); err != nil {
+		return nil, err
 	}
 	id, err := s.freshName(ctx, h.Tenant, "auto-"+h.hashes[len(h.conv.Messages)][:12])
 	if err != nil {
@@ -461,7 +518,7 @@ func (s *Service) freshName(ctx context.Context, tenant, name string) (string, e
 func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, error) {
 	sess, conv := p.sess, h.conv
 	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Extra: conv.Extra, Model: conv.Model,
-		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing}
+		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText}
 	n := len(conv.Messages)
 	if p.event == EventRegenerated {
 		in.Regenerate = sess.Transcript.Answer
@@ -491,12 +548,17 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 		if err := s.cfg.Store.CreateSession(ctx, sess); err != nil {
 			return nil, err
 		}
+		next.UID = sess.UID // the creation identity the store gave it
 	}
 	if err := s.cfg.Store.Commit(ctx, next, res.Change); err != nil {
 		s.cache.drop(h.Tenant, sess.ID) // stale (another replica) or gone: read the store next time
 		return nil, err
 	}
 	s.cache.put(next)
+	s.count(res)
+	if len(res.Change.Jobs) > 0 {
+		s.kick()
+	}
 	s.log.Debug("step", logTenant, h.Tenant, logSession, sess.ID, logEvent, string(p.event))
 	return &Result{Session: next, Event: p.event, Answer: res.Answer, Usage: res.Usage[hippocam.CallAgent], Step: res}, nil
 }
@@ -562,4 +624,17 @@ func baseName(id string) string {
 		}
 	}
 	return id
+}
+
+// count records a committed step in the service's counters.
+func (s *Service) count(res *engine.Result) {
+	if res.RanPending {
+		s.stats.waitsInline.Add(1)
+	}
+	switch res.Speculation {
+	case engine.SpeculationStood:
+		s.stats.stood.Add(1)
+	case engine.SpeculationRedone:
+		s.stats.redone.Add(1)
+	}
 }

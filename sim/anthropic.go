@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/anthropic"
@@ -16,6 +18,7 @@ import (
 // Anthropic's error body: 400 invalid_request_error for a body ReadRequest refuses or an
 // unknown role, 404 not_found_error, 500 api_error for anything else.
 func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	role, err := callRole(strings.TrimSpace(r.Header.Get(hippocam.RoleHeader)))
 	if err != nil {
 		writeAnthropicFailure(w, err)
@@ -44,10 +47,41 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	id := "msg_" + rep.Digest[:24]
 	if conv.Stream {
-		anthropic.WriteStream(w, model, id, &rep.Message, rep.FinishReason, rep.Usage)
+		m.writeMessagesStream(r.Context(), start, w, model, id, rep)
 		return
 	}
+	if m.whole(r.Context(), start, rep.Usage.Output) != nil {
+		return // the client has gone
+	}
 	anthropic.WriteResponse(w, model, id, &rep.Message, rep.FinishReason, rep.Usage)
+}
+
+// writeMessagesStream sends the reply as Anthropic's event stream, paced like a chat stream:
+// message_start waits for the time to first byte, each piece of text and each whole tool_use
+// block for its tokens to be produced; when ctx ends the stream stops where it is.
+func (m *Model) writeMessagesStream(ctx context.Context, start time.Time, w http.ResponseWriter, model, id string, rep *Reply) {
+	answer := &rep.Message
+	textPieces := pieces(answer.Content)
+	p := m.pace(ctx, start, rep.Usage.Output, weigh(m.tok, textPieces, answer.ToolCalls))
+	if p.firstByte() != nil {
+		return
+	}
+	// A write error means the client went away, which is not the simulation's failure.
+	s := anthropic.NewStreamWriter(w, model, id)
+	if s.Start(rep.Usage) != nil {
+		return
+	}
+	for _, piece := range textPieces {
+		if p.text(piece) != nil || s.Text(piece) != nil {
+			return
+		}
+	}
+	for _, c := range answer.ToolCalls {
+		if p.call(c.Name, c.Arguments) != nil || s.ToolCall(c) != nil {
+			return
+		}
+	}
+	_ = s.Finish(anthropic.StopReason(rep.FinishReason, answer), rep.Usage)
 }
 
 // writeAnthropicFailure maps an error to its HTTP status and Anthropic's error body. Internal

@@ -2,11 +2,13 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
@@ -76,6 +78,7 @@ type modelEntry struct {
 }
 
 func (m *Model) serveChat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	role, err := callRole(strings.TrimSpace(r.Header.Get(hippocam.RoleHeader)))
 	if err != nil {
 		writeFailure(w, err)
@@ -97,16 +100,32 @@ func (m *Model) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Stream {
-		writeStream(w, resp, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		m.writeStream(r.Context(), start, w, resp, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
+	}
+	if m.whole(r.Context(), start, resp.Usage.CompletionTokens) != nil {
+		return // the client has gone
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
 // writeStream sends resp as chat.completion.chunk events: the role, the text in pieces, each tool
 // call (id and name, then its arguments in pieces, all with the call's index), the finish reason
-// and, if asked, a last chunk with the usage and no choices.
-func writeStream(w http.ResponseWriter, resp *wire.ChatResponse, includeUsage bool) {
+// and, if asked, a last chunk with the usage and no choices. With a latency set, the role chunk
+// waits for the time to first byte, each piece of text and each whole tool call for its tokens
+// to be produced; when ctx ends the stream stops where it is.
+func (m *Model) writeStream(ctx context.Context, start time.Time, w http.ResponseWriter, resp *wire.ChatResponse, includeUsage bool) {
+	choice := resp.Choices[0]
+	text, _ := choice.Message.Text()
+	textPieces := pieces(text)
+	calls := make([]hippocam.ToolCall, len(choice.Message.ToolCalls))
+	for i, tc := range choice.Message.ToolCalls {
+		calls[i] = hippocam.ToolCall{Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+	}
+	p := m.pace(ctx, start, resp.Usage.CompletionTokens, weigh(m.tok, textPieces, calls))
+	if p.firstByte() != nil {
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -122,18 +141,22 @@ func writeStream(w http.ResponseWriter, resp *wire.ChatResponse, includeUsage bo
 		return wire.ChatChunk{ID: resp.ID, Object: "chat.completion.chunk", Created: resp.Created, Model: resp.Model,
 			Choices: []wire.ChunkChoice{{Index: 0, Delta: d, FinishReason: finish}}}
 	}
-	choice := resp.Choices[0]
-	text, _ := choice.Message.Text()
 	empty := ""
 	send(chunk(wire.Delta{Role: string(hippocam.RoleAssistant), Content: &empty}, nil))
-	for _, p := range pieces(text) {
-		send(chunk(wire.Delta{Content: &p}, nil))
+	for _, piece := range textPieces {
+		if p.text(piece) != nil {
+			return
+		}
+		send(chunk(wire.Delta{Content: &piece}, nil))
 	}
 	for i, tc := range choice.Message.ToolCalls {
+		if p.call(tc.Function.Name, tc.Function.Arguments) != nil {
+			return
+		}
 		send(chunk(wire.Delta{ToolCalls: []wire.ToolCall{{Index: &i, ID: tc.ID, Type: "function",
 			Function: wire.FunctionCall{Name: tc.Function.Name}}}}, nil))
-		for _, p := range pieces(tc.Function.Arguments) {
-			send(chunk(wire.Delta{ToolCalls: []wire.ToolCall{{Index: &i, Function: wire.FunctionCall{Arguments: p}}}}, nil))
+		for _, piece := range pieces(tc.Function.Arguments) {
+			send(chunk(wire.Delta{ToolCalls: []wire.ToolCall{{Index: &i, Function: wire.FunctionCall{Arguments: piece}}}}, nil))
 		}
 	}
 	finish := choice.FinishReason
@@ -195,11 +218,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Transport returns an http.RoundTripper that serves every request in-process through Handler,
 // without a socket: an HTTP client given this transport talks to the simulation whatever base URL
-// it uses. The whole response is produced before RoundTrip returns; streamed answers arrive as
-// one buffered body of events. RoundTrip fails only when the request's context is already done.
-func (m *Model) Transport() http.RoundTripper { return transport{h: m.Handler()} }
+// it uses. Without latency the whole response is produced before RoundTrip returns, streamed
+// answers as one buffered body of events. With a Latency set, RoundTrip returns once the
+// response's headers are written and its body delivers the events as they are produced; closing
+// the body or ending the request's context stops the answer, and a body cut off that way ends
+// with the context's error. RoundTrip fails only when the request's context is done before the
+// headers.
+func (m *Model) Transport() http.RoundTripper { return transport{m: m, h: m.Handler()} }
 
-type transport struct{ h http.Handler }
+type transport struct {
+	m *Model
+	h http.Handler
+}
 
 func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
@@ -207,6 +237,9 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if err := req.Context().Err(); err != nil {
 		return nil, err
+	}
+	if !t.m.Latency().Zero() {
+		return t.roundTripStreamed(req)
 	}
 	in := req.Clone(req.Context())
 	if in.Body == nil {
@@ -230,7 +263,55 @@ func (t transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// recorder is the http.ResponseWriter of Transport.
+// roundTripStreamed serves req on a goroutine whose writes reach the response body through a
+// pipe, so that a paced answer arrives piece by piece.
+func (t transport) roundTripStreamed(req *http.Request) (*http.Response, error) {
+	body, err := readAllBody(req.Body) // the caller may close its body once RoundTrip returns
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(req.Context())
+	in := req.Clone(ctx)
+	in.Body = io.NopCloser(bytes.NewReader(body))
+	pr, pw := io.Pipe()
+	sw := &streamWriter{header: http.Header{}, pipe: pw, ready: make(chan struct{})}
+	go func() {
+		t.h.ServeHTTP(sw, in)
+		sw.WriteHeader(http.StatusOK) // a handler that wrote nothing answered 200 with no body
+		if err := ctx.Err(); err != nil {
+			pw.CloseWithError(err)
+		} else {
+			pw.Close()
+		}
+	}()
+	select {
+	case <-sw.ready:
+	case <-ctx.Done():
+		cancel()
+		pr.Close()
+		return nil, ctx.Err()
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", sw.status, http.StatusText(sw.status)),
+		StatusCode:    sw.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        sw.sent,
+		Body:          &streamBody{pipe: pr, cancel: cancel},
+		ContentLength: -1,
+		Request:       req,
+	}, nil
+}
+
+func readAllBody(b io.Reader) ([]byte, error) {
+	if b == nil {
+		return nil, nil
+	}
+	return io.ReadAll(b)
+}
+
+// recorder is the http.ResponseWriter of Transport without latency.
 type recorder struct {
 	header http.Header
 	status int
@@ -251,3 +332,45 @@ func (r *recorder) Write(b []byte) (int, error) {
 }
 
 func (r *recorder) Flush() {}
+
+// streamWriter is the http.ResponseWriter of Transport with latency: WriteHeader publishes a copy
+// of the headers and the status (ready closes), and the body goes into the pipe, each write
+// waiting for the reader.
+type streamWriter struct {
+	header http.Header
+	sent   http.Header
+	status int
+	pipe   *io.PipeWriter
+	ready  chan struct{}
+}
+
+func (w *streamWriter) Header() http.Header { return w.header }
+
+func (w *streamWriter) WriteHeader(status int) {
+	if w.status != 0 {
+		return
+	}
+	w.status, w.sent = status, w.header.Clone()
+	close(w.ready)
+}
+
+func (w *streamWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.pipe.Write(b)
+}
+
+// Flush does nothing: every write already waits until the reader has taken it.
+func (w *streamWriter) Flush() {}
+
+// streamBody is the response body of Transport with latency; closing it stops the handler.
+type streamBody struct {
+	pipe   *io.PipeReader
+	cancel context.CancelFunc
+}
+
+func (b *streamBody) Read(p []byte) (int, error) { return b.pipe.Read(p) }
+
+func (b *streamBody) Close() error {
+	b.cancel()
+	return b.pipe.Close()
+}

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/openai/wire"
@@ -17,6 +19,7 @@ import (
 // The simulation keeps nothing between requests: previous_response_id and conversation are
 // refused (400), and "store" is echoed but changes nothing. Errors have OpenAI's error body.
 func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	role, err := callRole(strings.TrimSpace(r.Header.Get(hippocam.RoleHeader)))
 	if err != nil {
 		writeResponsesFailure(w, err)
@@ -51,13 +54,44 @@ func (m *Model) serveResponses(w http.ResponseWriter, r *http.Request) {
 	resp := wire.NewResponse("resp_"+rep.Digest[:24], model, 0, &rep.Message, rep.Usage, "")
 	resp.EchoRequest(conv)
 	if !conv.Stream {
+		if m.whole(r.Context(), start, rep.Usage.Output) != nil {
+			return // the client has gone
+		}
 		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	m.writeResponseStream(r.Context(), start, w, &resp, &rep.Message, rep.Usage.Output)
+}
+
+// writeResponseStream sends resp as the Responses event stream, paced like a chat stream: the
+// first events wait for the time to first byte, each piece of text and each whole function call
+// for its tokens to be produced (answer holds the text and calls resp was built from); when ctx
+// ends the stream stops where it is.
+func (m *Model) writeResponseStream(ctx context.Context, start time.Time, w http.ResponseWriter, resp *wire.Response, answer *hippocam.Message, outputTokens int) {
+	textPieces := pieces(answer.Content)
+	p := m.pace(ctx, start, outputTokens, weigh(m.tok, textPieces, answer.ToolCalls))
+	if p.firstByte() != nil {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	_ = wire.WriteResponseStream(w, &resp) // a client that went away is not the simulation's failure
+	// A write error means the client went away, which is not the simulation's failure.
+	s := wire.NewResponseStream(w)
+	if s.Start(resp) != nil {
+		return
+	}
+	for _, piece := range textPieces {
+		if p.text(piece) != nil || s.Text(piece) != nil {
+			return
+		}
+	}
+	for _, c := range answer.ToolCalls {
+		if p.call(c.Name, c.Arguments) != nil || s.ToolCall(c) != nil {
+			return
+		}
+	}
+	_ = s.Finish(resp)
 }
 
 // withoutStream returns body without its "stream" and "stream_options" fields, in a canonical

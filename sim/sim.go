@@ -5,8 +5,9 @@
 // It measures the mechanism (what is kept, what is recalled, tokens and cache), not how well a
 // real model reasons.
 //
-// The same sequence of requests always gives the same responses, byte for byte: there are no
-// clocks and no randomness; ids are derived from the request.
+// The same sequence of requests always gives the same responses, byte for byte: there is no
+// randomness, ids are derived from the request, and the clock only paces an answer when a
+// Latency is set (latency.go), never changing what it says.
 package sim
 
 import (
@@ -30,8 +31,9 @@ type Model struct {
 	tok   hippocam.Tokenizer
 	cache *promptCache
 
-	mu    sync.Mutex
-	usage hippocam.Usage
+	mu      sync.Mutex
+	usage   hippocam.Usage
+	latency Latency
 }
 
 // New returns a simulated model that counts tokens with tok, the tokenizer the engine uses. If

@@ -13,12 +13,15 @@ import (
 
 // Commit applies ch to the stored session and stores s's snapshot fields, in one transaction;
 // on success it sets s.Version to ch.From+1 and s.UpdatedAt. ECONFLICT if the stored version is
-// not ch.From; ENOTFOUND if the session is gone; EINVALID if an op is malformed or names a
+// not ch.From or the stored session has another UID (it was deleted and created again); ENOTFOUND if the session is gone; EINVALID if an op is malformed or names a
 // message that is not in the context. A failed commit changes nothing. Ops are applied by
 // sqlstore.Apply, which says where appended and folded messages go.
 func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Change) error {
 	if s == nil {
 		return hippocam.Errorf(hippocam.EINVALID, "commit: no session")
+	}
+	if err := hippocam.CheckJobs(ch.Jobs); err != nil {
+		return err
 	}
 	snap, err := sqlstore.EncodeSnapshot[string](s)
 	if err != nil {
@@ -28,21 +31,24 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		// Bump the version first: the row is the commit's claim on the session.
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
-			rounds = ?, usage = ?, consolidations = ?, transcript = ?, head = ?, prev_head = ?, fork = ?, depth = ?,
+			rounds = ?, usage = ?, consolidations = ?, transcript = ?, pending = ?, head = ?, prev_head = ?, fork = ?, depth = ?,
 			messages = messages + ?, updated_at = ?
-			WHERE tenant = ? AND id = ? AND version = ?`,
-			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript,
+			WHERE tenant = ? AND id = ? AND version = ? AND uid = ?`,
+			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, snap.Pending,
 			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), len(s.Stack),
-			sqlstore.ContextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From)
+			sqlstore.ContextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From, s.UID)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return versionError(ctx, tx, s.Tenant, s.ID, ch.From)
+			return versionError(ctx, tx, s, ch.From)
 		}
-		return sqlstore.Apply(ctx, &commitTx{tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops)
+		if err := sqlstore.Apply(ctx, &commitTx{tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops); err != nil {
+			return err
+		}
+		return enqueueJobs(ctx, tx, s.Tenant, s.ID, ch.Jobs, now)
 	})
 	if err != nil {
 		if hippocam.ErrorCode(err) != hippocam.EINTERNAL {
@@ -54,16 +60,21 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	return nil
 }
 
-// versionError tells a session that is gone (ENOTFOUND) from one at another version (ECONFLICT).
-func versionError(ctx context.Context, tx *sql.Tx, tenant, id string, from int64) error {
+// versionError tells a session that is gone (ENOTFOUND) from one at another version or created
+// again since s was loaded (ECONFLICT).
+func versionError(ctx context.Context, tx *sql.Tx, s *hippocam.Session, from int64) error {
 	var version int64
-	err := tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE tenant = ? AND id = ?`, tenant, id).Scan(&version)
+	var uid string
+	err := tx.QueryRowContext(ctx, `SELECT version, uid FROM sessions WHERE tenant = ? AND id = ?`, s.Tenant, s.ID).Scan(&version, &uid)
 	if errors.Is(err, sql.ErrNoRows) {
-		return sqlstore.SessionNotFound(id)
+		return sqlstore.SessionNotFound(s.ID)
 	} else if err != nil {
 		return err
 	}
-	return sqlstore.VersionConflict(id, version, from)
+	if uid != s.UID {
+		return sqlstore.SessionRecreated(s.ID)
+	}
+	return sqlstore.VersionConflict(s.ID, version, from)
 }
 
 // commitTx is sqlstore.Tx in SQLite: one commit's statements against one session's messages.

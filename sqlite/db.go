@@ -4,6 +4,11 @@
 // The file runs in WAL mode. Writes go through a single connection whose transactions begin
 // IMMEDIATE, so commits serialize in this process and take the file's write lock up front against
 // other processes; reads use a pool of read-only connections and never wait for a writer.
+//
+// Deleted text leaves the files (docs/storage.md): every connection overwrites what it deletes
+// (secure_delete), the search index drops deleted entries at once (its secure-delete option),
+// the file uses incremental auto-vacuum, and DeleteSession gives the freed pages back and
+// empties the WAL before it returns.
 package sqlite
 
 import (
@@ -12,6 +17,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -38,6 +44,13 @@ type DB struct {
 	Path string
 	// Now returns the current time; tests may replace it before Open.
 	Now func() time.Time
+	// Log receives what goes wrong after a change is committed (reclaiming a deleted session's
+	// space); nil discards it.
+	Log *slog.Logger
+	// Synchronous is the file's synchronous setting: "FULL" (the default when empty) makes
+	// every commit durable before it returns, power loss included; "NORMAL" syncs the WAL only
+	// at checkpoints, so a power loss (not a crash of the process) may lose the last commits.
+	Synchronous string
 
 	write *sql.DB // one connection, IMMEDIATE transactions
 	read  *sql.DB // read-only connections
@@ -72,6 +85,9 @@ func (db *DB) Open(ctx context.Context) (err error) {
 	if err := db.write.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
+	if err := db.incrementalVacuum(ctx); err != nil {
+		return err
+	}
 	if err := db.migrate(ctx); err != nil {
 		return err
 	}
@@ -92,12 +108,22 @@ func (db *DB) Open(ctx context.Context) (err error) {
 func (db *DB) dsn(extra string) string {
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(busyTimeout.Milliseconds(), 10) + ")",
+		// Before anything else, so that a new file has it before its first table.
+		"_pragma=auto_vacuum(INCREMENTAL)",
 		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous(FULL)", // a commit is durable before it returns (docs/architecture.md §7)
+		"_pragma=secure_delete(1)",                      // deleted content is overwritten, not only unlinked
+		"_pragma=synchronous(" + db.synchronous() + ")", // FULL: a commit is durable before it returns (docs/architecture.md §7)
 		"_pragma=foreign_keys(1)",
 		extra,
 	}
 	return "file:" + (&url.URL{Path: db.Path}).EscapedPath() + "?" + strings.Join(q, "&")
+}
+
+func (db *DB) synchronous() string {
+	if db.Synchronous == "NORMAL" {
+		return "NORMAL"
+	}
+	return "FULL"
 }
 
 // Close closes the database. It is safe to call on a DB that did not open.
@@ -115,6 +141,79 @@ func (db *DB) Close() error {
 		}
 	}
 	return nil
+}
+
+// incrementalVacuum makes sure the file uses incremental auto-vacuum, which DeleteSession needs
+// to give freed pages back. A file created by this version has it from the start (dsn); an older
+// one is rebuilt once, here, by a VACUUM that also drops the deleted content its free pages
+// still held.
+func (db *DB) incrementalVacuum(ctx context.Context) error {
+	const incremental = 2
+	var mode int
+	if err := db.write.QueryRowContext(ctx, `PRAGMA auto_vacuum`).Scan(&mode); err != nil {
+		return fmt.Errorf("sqlite: auto vacuum: %w", err)
+	}
+	if mode == incremental {
+		return nil
+	}
+	if _, err := db.write.ExecContext(ctx, `PRAGMA auto_vacuum = INCREMENTAL`); err != nil {
+		return fmt.Errorf("sqlite: auto vacuum: %w", err)
+	}
+	if _, err := db.write.ExecContext(ctx, `VACUUM`); err != nil {
+		return fmt.Errorf("sqlite: vacuum %s: %w", db.Path, err)
+	}
+	return nil
+}
+
+// reclaim removes what a delete left of the deleted text and gives the space back. The search
+// index, even with its secure-delete option, keeps a term whose every entry was deleted in the
+// segment that held it, so its segments are merged into one ('optimize'), which drops such
+// terms; then the file's free pages go back to the file system, and the WAL is checkpointed into
+// the main file and truncated, so that the overwritten pages reach the main file and their
+// former images leave the WAL. It runs after the delete committed: a failure (a reader of
+// another process holding an old snapshot keeps the WAL from being emptied) is logged, and the
+// next reclaim catches up.
+func (db *DB) reclaim(ctx context.Context, op string) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := db.write.ExecContext(ctx, `INSERT INTO message_search (message_search) VALUES ('optimize')`); err != nil {
+		db.logger().Warn("sqlite: search index merge failed", logOp, op, logErr, err)
+	}
+	if err := drain(db.write.QueryContext(ctx, `PRAGMA incremental_vacuum`)); err != nil {
+		db.logger().Warn("sqlite: incremental vacuum failed", logOp, op, logErr, err)
+		return
+	}
+	var busy, frames, done int
+	if err := db.write.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done); err != nil {
+		db.logger().Warn("sqlite: checkpoint failed", logOp, op, logErr, err)
+	} else if busy != 0 {
+		db.logger().Warn("sqlite: checkpoint could not empty the WAL: a reader holds an old snapshot", logOp, op,
+			"wal_frames", frames, "checkpointed", done)
+	}
+}
+
+// Log keys.
+const (
+	logOp  = "op"
+	logErr = "err"
+)
+
+func (db *DB) logger() *slog.Logger {
+	if db.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return db.Log
+}
+
+// drain reads a statement's rows to the end: a pragma that does its work a row at a time stops
+// when its rows are no longer read.
+func drain(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
 }
 
 func (db *DB) now() time.Time { return db.Now().UTC().Truncate(time.Microsecond) }

@@ -34,6 +34,8 @@ func Run(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	t.Run("Concurrency", func(t *testing.T) { testConcurrency(t, open) })
 	t.Run("Lossless", func(t *testing.T) { testLossless(t, open) })
 	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
+	t.Run("Jobs", func(t *testing.T) { testJobs(t, open) })
+	t.Run("Identity", func(t *testing.T) { testIdentity(t, open) })
 }
 
 func testCreateSession(t *testing.T, open func(t *testing.T) hippocam.Store) {
@@ -448,6 +450,9 @@ func diffSession(want, got *hippocam.Session) string {
 	if got.Tenant != want.Tenant || got.ID != want.ID {
 		d = append(d, fmt.Sprintf("key %s/%s, want %s/%s", got.Tenant, got.ID, want.Tenant, want.ID))
 	}
+	if got.UID != want.UID {
+		d = append(d, fmt.Sprintf("UID %q, want %q", got.UID, want.UID))
+	}
 	if s := diffMessages(want.Context, got.Context); s != "" {
 		d = append(d, "context: "+s)
 	}
@@ -461,6 +466,7 @@ func diffSession(want, got *hippocam.Session) string {
 		{"Usage", want.Usage, got.Usage},
 		{"Consolidations", want.Consolidations, got.Consolidations},
 		{"Transcript", want.Transcript, got.Transcript},
+		{"Pending", want.Pending, got.Pending},
 		{"Seq", want.Seq, got.Seq},
 		{"Version", want.Version, got.Version},
 	}

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam/bench"
 	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
 )
 
@@ -18,8 +22,11 @@ const benchUsage = `Usage:
   hippocam bench context [--quick] [--json] [--out DIR] [--context-window N] [--seed N]
                          [--policies a,b] [--workloads a,b]
         run generated workloads through every context policy with the simulated model
-  hippocam bench overhead [--json] [--quick] [--postgres DSN]
-        the proxy's added latency and throughput, and RECALL latency on the stores
+  hippocam bench overhead [--json] [--quick] [--postgres DSN] [--out DIR]
+                          [--ttft-ms N] [--tokens-per-second R] [--steps N] [--context-window N]
+                          [--provider-only]
+        the proxy's added latency and throughput, RECALL latency on the stores, and time to
+        first byte and total time at a provider's latency against a bare proxy
 `
 
 // BenchCommand runs a benchmark, named by the word after "bench": `context` compares context
@@ -64,15 +71,26 @@ func (c *BenchCommand) ParseFlags(args []string) error {
 func (c *BenchCommand) parseOverhead(args []string) error {
 	fs := flag.NewFlagSet("hippocam bench overhead", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
-	fs.BoolVar(&c.JSON, "json", false, `print {"proxy": […], "throughput": {…}, "recall": […]} instead of Markdown`)
-	fs.BoolVar(&c.Overhead.Quick, "quick", false, "small sizes: sessions of 100 and 1k messages, 100k archived messages")
+	fs.BoolVar(&c.JSON, "json", false, `print {"proxy": […], "throughput": {…}, "recall": […], "provider": {…}} instead of Markdown`)
+	fs.BoolVar(&c.Overhead.Quick, "quick", false, "small sizes: sessions of 100 and 1k messages, 100k archived messages, 12 provider steps")
 	fs.StringVar(&c.Overhead.PostgresDSN, "postgres", os.Getenv("HIPPOCAM_TEST_POSTGRES"), "Postgres DSN for the RECALL row (env HIPPOCAM_TEST_POSTGRES; empty: skipped); a scratch schema is made and dropped")
+	fs.StringVar(&c.Out, "out", "", "also write overhead.json, overhead.md and the provider run's plots (provider-ttfb.svg, provider-total.svg) into this directory")
+	ttft := fs.Int("ttft-ms", int(bench.DefaultProviderTTFT/time.Millisecond), "provider run: milliseconds the upstream waits before its first byte")
+	fs.Float64Var(&c.Overhead.Provider.TokensPerSecond, "tokens-per-second", bench.DefaultProviderTokensPerSecond, "provider run: the upstream's output tokens per second")
+	fs.IntVar(&c.Overhead.ProviderSteps, "steps", 0, fmt.Sprintf("provider run: steps of the agentic workload to replay (default %d; quick: %d; at W = 16000 the whole workload is 399)", bench.DefaultProviderSteps, bench.QuickProviderSteps))
+	fs.IntVar(&c.Overhead.ProviderWindow, "context-window", bench.DefaultProviderWindow, "provider run: the proxy's context window W; the workload is generated at 16 W")
+	fs.BoolVar(&c.Overhead.ProviderOnly, "provider-only", false, "run only the provider run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	c.Overhead.Provider.TTFT = time.Duration(*ttft) * time.Millisecond
+	if c.Overhead.Provider.Zero() {
+		return fmt.Errorf("--ttft-ms and --tokens-per-second: the provider run needs some latency (the zero-latency rows measure the rest)")
+	}
+	c.Overhead.StartProxy = startServe
 	return c.Overhead.Validate()
 }
 
@@ -91,6 +109,13 @@ func (c *BenchCommand) runOverhead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Out != "" {
+		paths, err := writeOverhead(c.Out, rep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stderr, "wrote %s\n", strings.Join(paths, ", "))
+	}
 	if c.JSON {
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetIndent("", "  ")
@@ -98,6 +123,78 @@ func (c *BenchCommand) runOverhead(ctx context.Context) error {
 	}
 	_, err = io.WriteString(c.Stdout, rep.Markdown())
 	return err
+}
+
+// writeOverhead writes the report as overhead.json and overhead.md into dir, with the provider
+// run's two plots, and returns the paths written.
+func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"overhead.json": append(js, '\n'), "overhead.md": []byte(rep.Markdown())}
+	if ttfb, total, ok := bench.ProviderPlots(rep.Provider); ok {
+		files["provider-ttfb.svg"], files["provider-total.svg"] = ttfb, total
+	}
+	var paths []string
+	for _, name := range []string{"overhead.json", "overhead.md", "provider-ttfb.svg", "provider-total.svg"} {
+		data, ok := files[name]
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// startServe is the provider run's StartProxy: the `serve` command itself, on a free loopback
+// port, with a SQLite file in a temporary directory, so that the run measures the proxy exactly
+// as it is deployed (its session jobs, streaming and speculation included).
+func startServe(ctx context.Context, upstream string, window int) (string, func() error, error) {
+	dir, err := os.MkdirTemp("", "hippocam-bench-serve-")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+	err = cmd.ParseFlags([]string{"--addr", "127.0.0.1:0", "--upstream", upstream, "--upstream-format", "openai",
+		"--db", filepath.Join(dir, "hippocam.db"), "--context-window", strconv.Itoa(window), "--model", sim.ModelID, "--keys", ""})
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	ready := make(chan string, 1)
+	cmd.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Run(ctx) }()
+	stop := func() error {
+		cancel()
+		err := <-done
+		if cerr := cmd.Close(); err == nil {
+			err = cerr
+		}
+		os.RemoveAll(dir)
+		return err
+	}
+	select {
+	case addr := <-ready:
+		return "http://" + addr, stop, nil
+	case err := <-done:
+		cancel()
+		cmd.Close()
+		os.RemoveAll(dir)
+		if err == nil {
+			err = fmt.Errorf("the proxy stopped before it listened")
+		}
+		return "", nil, err
+	}
 }
 
 // parseContext reads the flags of `bench context`.

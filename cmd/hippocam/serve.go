@@ -47,6 +47,16 @@ type ServeCommand struct {
 	Keys           string
 	Demo           bool
 	LogJSON        bool
+	// WriteTimeout bounds every write of a response, each streamed event included: a client
+	// that stops reading is cut off after it. IdleTimeout closes a kept-alive connection that
+	// sends no new request. DetachedStepTimeout is how long a step may still run once its
+	// client has gone away.
+	WriteTimeout        time.Duration
+	IdleTimeout         time.Duration
+	DetachedStepTimeout time.Duration
+	// JobLease is how long a consolidation job stays with the worker that claimed it without
+	// renewal: a server killed mid-job leaves it to the others (or to itself, restarted) that long.
+	JobLease time.Duration
 
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
@@ -56,6 +66,14 @@ type ServeCommand struct {
 
 // demoWindow is the context window of --demo unless one is given.
 const demoWindow = 8000
+
+// The server's connection timeouts: the headers of a request must arrive within
+// readHeaderTimeout; a kept-alive connection is closed after defaultIdleTimeout without one.
+const (
+	readHeaderTimeout  = 30 * time.Second
+	defaultIdleTimeout = 120 * time.Second
+	defaultJobLease    = 30 * time.Second
+)
 
 // env returns the environment variable's value, or def.
 func env(name, def string) string {
@@ -83,6 +101,10 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.Keys, "keys", env("HIPPOCAM_KEYS", ""), "file of 'TENANT KEY' lines; without it, no auth and loopback only (env HIPPOCAM_KEYS)")
 	fs.BoolVar(&c.Demo, "demo", false, "use the in-process simulated model as upstream and replay a bundled scenario into session 'demo' (in memory unless --db is given; W = 8000 unless --context-window is given)")
 	fs.BoolVar(&c.LogJSON, "log-json", os.Getenv("HIPPOCAM_LOG_JSON") != "", "log JSON lines instead of text (env HIPPOCAM_LOG_JSON)")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "the longest one write of a response may take, each streamed event included; a client that stops reading is cut off after it")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
+	fs.DurationVar(&c.JobLease, "job-lease", defaultJobLease, "how long a claimed consolidation job stays with its worker without renewal (a server killed mid-job leaves it to others that long)")
+	fs.DurationVar(&c.DetachedStepTimeout, "detached-step-timeout", httpapi.DefaultDetachedStepTimeout, "how long a step may still run after its client went away (it is then committed, and the client's retry gets it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,6 +130,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	}
 	if c.Upstream == "" && !c.Demo {
 		return fmt.Errorf("--upstream is required (or --demo for the simulated model)")
+	}
+	if c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.DetachedStepTimeout <= 0 || c.JobLease <= 0 {
+		return fmt.Errorf("--write-timeout, --idle-timeout, --detached-step-timeout and --job-lease must be positive")
 	}
 	return nil
 }
@@ -169,11 +194,12 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		fmt.Fprintf(c.Stdout, "no --keys given: authentication is off, so Hippocam listens on loopback only (%s)\n", addr)
 	}
 	metrics := httpapi.NewMetrics()
-	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log})
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log, JobLease: c.JobLease})
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Sessions: svc, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics})
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Sessions: svc, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
+		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout})
 	if err != nil {
 		return err
 	}
@@ -181,9 +207,19 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
+	// No ReadTimeout or WriteTimeout on the whole exchange: a streamed answer may take minutes.
+	// The handler bounds every write instead (httpapi.Config.WriteTimeout).
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: c.IdleTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	// The consolidation jobs the steps leave (and those a killed server left) run beside the
+	// requests; they stop after the last in-flight request, a job cut short going back to the
+	// queue.
+	jobs, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
+	jobsDone := make(chan struct{})
+	go func() { svc.RunJobs(jobs); close(jobsDone) }()
+	defer func() { stopJobs(); <-jobsDone }()
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(c.Stdout, "Hippocam is serving %s/v1 (upstream %s, W = %d tokens, store %s)\nviewer: %s/\n", base, mcfg.BaseURL, c.Window, c.DB, base)
 	log.Info("serving", "addr", ln.Addr().String(), "upstream", mcfg.BaseURL, "window", c.Window, "tenants", len(keys))

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -260,3 +262,83 @@ func TestServeGracefulShutdown(t *testing.T) {
 }
 
 var simHandler = sim.New(tokenizer.MustDefault()).Handler()
+
+// The flags that bound slow and idle clients reach the server; zero or negative ones are
+// refused.
+func TestServeTimeoutFlags(t *testing.T) {
+	cmd := &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+	if err := cmd.ParseFlags([]string{"--upstream", "http://127.0.0.1:1/v1", "--write-timeout", "5s", "--idle-timeout", "7s", "--detached-step-timeout", "9s"}); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.WriteTimeout != 5*time.Second || cmd.IdleTimeout != 7*time.Second || cmd.DetachedStepTimeout != 9*time.Second {
+		t.Errorf("timeouts %v %v %v", cmd.WriteTimeout, cmd.IdleTimeout, cmd.DetachedStepTimeout)
+	}
+	cmd = &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+	if err := cmd.ParseFlags([]string{"--upstream", "http://127.0.0.1:1/v1"}); err != nil || cmd.WriteTimeout != 60*time.Second || cmd.IdleTimeout != 120*time.Second {
+		t.Errorf("defaults: %v, write %v, idle %v", err, cmd.WriteTimeout, cmd.IdleTimeout)
+	}
+	for _, flag := range []string{"--write-timeout", "--idle-timeout", "--detached-step-timeout"} {
+		cmd = &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+		if err := cmd.ParseFlags([]string{"--upstream", "http://127.0.0.1:1/v1", flag, "0s"}); err == nil {
+			t.Errorf("%s 0s was accepted", flag)
+		}
+	}
+}
+
+// Issue 9's check: in front of a simulated upstream that takes a second to its first token, a
+// streamed answer through serve arrives as it is produced, its first content chunk well before
+// its last, in each inbound format.
+func TestServeStreamsAtTheModelsPace(t *testing.T) {
+	const tokensPerSecond, pad = 50, 150 // the answer takes some 3 s to produce after its first token
+	simAddr, addr := freeAddr(t), freeAddr(t)
+	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr, "--ttft-ms", "1000", "--tokens-per-second", fmt.Sprint(tokensPerSecond))
+	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "s.db"),
+		"--upstream", "http://"+simAddr+"/v1", "--context-window", "8000", "--model", "hippocam-sim")
+	content := fmt.Sprintf("!say streamed at the model's pace\n!pad %d", pad)
+	for _, tc := range []struct {
+		name, path, body string
+		isText           func(data string) bool
+	}{
+		{"Chat", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":%q}]}`,
+			func(d string) bool {
+				return strings.Contains(d, `"delta":{"content":"`) && !strings.Contains(d, `"content":""`)
+			}},
+		{"Responses", "/v1/responses", `{"model":"m","stream":true,"input":%q}`,
+			func(d string) bool { return strings.Contains(d, `"type":"response.output_text.delta"`) }},
+		{"Messages", "/v1/messages", `{"model":"m","max_tokens":1024,"stream":true,"messages":[{"role":"user","content":%q}]}`,
+			func(d string) bool { return strings.Contains(d, `"type":"text_delta"`) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			body, _ := json.Marshal(content)
+			req, _ := http.NewRequest("POST", "http://"+addr+tc.path, strings.NewReader(strings.Replace(tc.body, "%q", string(body), 1)))
+			req.Header.Set("Hippocam-Session", "pace-"+tc.name)
+			sent := time.Now()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var first, last time.Time
+			chunks := 0
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && tc.isText(data) {
+					last = time.Now()
+					if chunks == 0 {
+						first = last
+					}
+					chunks++
+				}
+			}
+			if resp.StatusCode != 200 || chunks < 2 {
+				t.Fatalf("status %d, %d content chunks", resp.StatusCode, chunks)
+			}
+			production := time.Duration(pad) * time.Second / tokensPerSecond
+			t.Logf("first content chunk after %v, last after %v, %d chunks", first.Sub(sent), last.Sub(sent), chunks)
+			if gap := last.Sub(first); gap < production/2 {
+				t.Errorf("first and last content chunks %v apart; a stream at the model's pace spreads them over some %v", gap, production)
+			}
+		})
+	}
+}

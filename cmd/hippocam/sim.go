@@ -19,17 +19,29 @@ import (
 
 // SimCommand serves the simulated model (docs/sim.md) over HTTP until the context ends.
 type SimCommand struct {
-	Addr           string
+	Addr string
+	// Latency is how slowly the model answers (--ttft-ms, --tokens-per-second); zero: at once.
+	Latency        sim.Latency
 	Stdout, Stderr io.Writer
+	Ready          func(addr string) // called once the server listens (tests)
 	ln             net.Listener
 }
 
-// ParseFlags reads the sim flags.
+// ParseFlags reads the sim flags. A negative delay or rate is a usage error.
 func (c *SimCommand) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("hippocam sim", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8081", "address to listen on")
-	return fs.Parse(args)
+	ttft := fs.Int("ttft-ms", 0, "milliseconds every response waits before its first byte")
+	fs.Float64Var(&c.Latency.TokensPerSecond, "tokens-per-second", 0, "output tokens produced per second after the first byte, streamed or not (0: all at once)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	c.Latency.TTFT = time.Duration(*ttft) * time.Millisecond
+	return c.Latency.Validate()
 }
 
 // Run serves until ctx is cancelled, then shuts down gracefully.
@@ -42,8 +54,18 @@ func (c *SimCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: sim.New(tok).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	model := sim.New(tok)
+	if err := model.SetLatency(c.Latency); err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: model.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(c.Stdout, "simulated model listening on http://%s/v1\n", c.ln.Addr())
+	if !c.Latency.Zero() {
+		fmt.Fprintf(c.Stdout, "latency: %v to first byte, then %g tokens per second\n", c.Latency.TTFT, c.Latency.TokensPerSecond)
+	}
+	if c.Ready != nil {
+		c.Ready(c.ln.Addr().String())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(c.ln) }()
 	select {

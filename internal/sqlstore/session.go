@@ -57,9 +57,10 @@ func ParseFork(col string) *hippocam.Fork {
 }
 
 // Snapshot is a session's snapshot fields (Stack, StackLog, Rounds, Usage, Consolidations,
-// Transcript) as the JSON of the sessions columns that hold them, in the driver's Text type.
+// Transcript, Pending) as the JSON of the sessions columns that hold them, in the driver's Text
+// type. A nil Pending is the JSON null, and reads back nil.
 type Snapshot[T Text] struct {
-	Stack, StackLog, Rounds, Usage, Consolidations, Transcript T
+	Stack, StackLog, Rounds, Usage, Consolidations, Transcript, Pending T
 }
 
 // EncodeSnapshot returns s's snapshot fields as JSON. EINVALID if a field does not encode.
@@ -75,6 +76,7 @@ func EncodeSnapshot[T Text](s *hippocam.Session) (Snapshot[T], error) {
 		{&snap.Usage, s.Usage},
 		{&snap.Consolidations, s.Consolidations},
 		{&snap.Transcript, s.Transcript},
+		{&snap.Pending, s.Pending},
 	} {
 		b, err := json.Marshal(f.v)
 		if err != nil {
@@ -98,6 +100,7 @@ func (snap Snapshot[T]) Decode(s *hippocam.Session) error {
 		{snap.Usage, &s.Usage},
 		{snap.Consolidations, &s.Consolidations},
 		{snap.Transcript, &s.Transcript},
+		{snap.Pending, &s.Pending},
 	} {
 		if err := json.Unmarshal([]byte(f.src), f.v); err != nil {
 			return err

@@ -36,3 +36,9 @@ func MessageNotFound(id, sessionID string) error {
 func VersionConflict(id string, version, from int64) error {
 	return hippocam.Errorf(hippocam.ECONFLICT, "session %q is at version %d, not %d", id, version, from)
 }
+
+// SessionRecreated returns the ECONFLICT error for a commit to a session that was deleted and
+// created again under the same id since the committer loaded it (their UIDs differ).
+func SessionRecreated(id string) error {
+	return hippocam.Errorf(hippocam.ECONFLICT, "session %q was deleted and created again since it was loaded", id)
+}

@@ -1,11 +1,14 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hippocam/hippocam"
 )
 
 // benchRequest is a proxied agent session of n messages: a system prompt, user turns, assistant
@@ -144,6 +147,91 @@ func BenchmarkEncodeChatRequest(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := req.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkRequestWriter writes the body of a 10k-message domain request: as the model client
+// did before RequestWriter (FromRequest, then json.Marshal), with a writer that keeps nothing,
+// and with one that keeps the previous request of the session, which the next one resends with
+// one more message (the steady state of a session: every step's two calls).
+func BenchmarkRequestWriter(b *testing.B) {
+	wr := benchRequest(10000)
+	msgs, tools, err := ToRequest(&wr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &hippocam.Request{Messages: msgs, Tools: tools, ToolChoice: "auto", Extra: json.RawMessage(`{"temperature":0.2}`)}
+	b.Run("FromRequest+Marshal", func(b *testing.B) {
+		b.SetBytes(int64(len(benchBody())))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := refBody("m", req, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Body", func(b *testing.B) {
+		b.SetBytes(int64(len(benchBody())))
+		b.ReportAllocs()
+		w := NewRequestWriter(0)
+		for b.Loop() {
+			if _, err := w.Body("m", req, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("BodyResent", func(b *testing.B) {
+		b.SetBytes(int64(len(benchBody())))
+		b.ReportAllocs()
+		w := NewRequestWriter(64 << 20)
+		var next [2]hippocam.Request
+		for i := range next {
+			next[i] = *req
+			next[i].Messages = append(msgs[:len(msgs):len(msgs)], hippocam.Message{Role: hippocam.RoleUser, Content: fmt.Sprint("one more ", i)})
+		}
+		i := 0
+		for b.Loop() {
+			i++
+			if _, err := w.Body("m", &next[i%2], false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkChatReader reads a 10k-message request with ReadChatRequest, and with a ChatReader
+// that remembers the request before it, which the one read resends with two more messages
+// (read alternately with it, so that each read finds the other).
+func BenchmarkChatReader(b *testing.B) {
+	short := benchBody()
+	long := bytes.Replace(short, []byte(`],"tools"`), []byte(`,{"role":"user","content":"more"},{"role":"assistant","content":"ok"}],"tools"`), 1)
+	if len(long) == len(short) {
+		b.Fatal("no messages array end found")
+	}
+	b.Run("ReadChatRequest", func(b *testing.B) {
+		b.SetBytes(int64(len(short)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := ReadChatRequest(short); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ChatReaderResent", func(b *testing.B) {
+		b.SetBytes(int64(len(short)))
+		b.ReportAllocs()
+		r := NewChatReader(1 << 20)
+		i := 0
+		for b.Loop() {
+			body := short
+			if i%2 == 1 {
+				body = long
+			}
+			i++
+			if _, _, err := r.Read(body); err != nil {
 				b.Fatal(err)
 			}
 		}

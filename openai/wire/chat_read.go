@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -15,79 +16,197 @@ import (
 // interpret (max_tokens included) are kept in Extra. EINVALID, naming what is wrong, for a body
 // that is not valid UTF-8 JSON of a chat request, no messages, an unknown role or content part
 // type, content of another shape, a tool without a name, or n other than 1.
+//
+// The body is read in one pass, each message converted as the decoder reaches it. The
+// ChatRequest returned is the request without its messages (the conversation holds them); its
+// raw values (tool_choice, unknown fields) are slices of body, whereas nothing in the
+// conversation shares memory with it.
 func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) {
+	conv, req, _, err := readChat(body, nil)
+	return conv, req, err
+}
+
+// readChat is ReadChatRequest, taking from bases (earlier requests) the leading messages they
+// share with body byte for byte. The chatReader says how many it took, and from which.
+func readChat(body []byte, bases []*readRequest) (*hippocam.Conversation, *ChatRequest, *chatReader, error) {
 	if err := hippocam.CheckText(body); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var req ChatRequest
-	if err := req.UnmarshalJSON(body); err != nil { // (json.Unmarshal would first scan the whole body once more)
-		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "the request body is not valid JSON for chat completions: %v", err)
+	r := &chatReader{conv: &hippocam.Conversation{Format: hippocam.FormatChat, Store: true}, bases: bases}
+	if len(bases) == 0 {
+		r.bases = nil
 	}
-	var raw struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	var ok bool
-	if raw.Messages, ok = rawMessages(body); !ok {
-		if err := json.Unmarshal(body, &raw); err != nil {
-			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
+	req := new(ChatRequest)
+	d := decoder{scanner: scanner{data: body}, share: true, sink: r}
+	if d.ws(); !d.request(req) || !d.end() {
+		// Not for the fast decoder: decode the whole body, then read its messages.
+		var raws []json.RawMessage
+		var err error
+		if req, raws, err = decodeChatRequest(body); err != nil {
+			return nil, nil, nil, err
 		}
+		if len(raws) != len(req.Messages) {
+			return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
+		}
+		r = &chatReader{conv: r.conv} // nothing reused
+		r.conv.Messages = nil
+		r.conv.Framing = nil
+		r.expect(func() int { return len(req.Messages) })
+		for i := range req.Messages {
+			r.add(raws[i], &req.Messages[i])
+		}
+		req.Messages = nil
 	}
-	if len(raw.Messages) != len(req.Messages) {
-		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
-	}
-	if len(req.Messages) == 0 {
-		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be a non-empty array")
+	if r.n == 0 {
+		return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be a non-empty array")
 	}
 	if n, ok := req.Extra["n"]; ok && string(n) != "1" && string(n) != "null" {
-		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "n must be 1: Hippocam keeps one answer per request")
+		return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "n must be 1: Hippocam keeps one answer per request")
 	}
-	conv := &hippocam.Conversation{Format: hippocam.FormatChat, Model: req.Model, Stream: req.Stream, Store: true,
-		Messages: make([]hippocam.Message, 0, len(req.Messages))}
-	framing := true
-	for i, c := range req.Messages {
-		m, err := ToMessage(c)
-		if err != nil {
-			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d]: %s", i, hippocam.ErrorMessage(err))
-		}
-		if m.Parts, err = chatParts(c.Content); err != nil {
-			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d].%s", i, hippocam.ErrorMessage(err))
-		}
-		for j, tc := range c.ToolCalls {
-			if strings.TrimSpace(tc.Function.Name) == "" {
-				return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d].tool_calls[%d] names no function", i, j)
-			}
-		}
-		if m.Role == hippocam.RoleTool && c.ToolCallID == "" {
-			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages[%d]: a tool message needs a tool_call_id", i)
-		}
-		m.Origin = &hippocam.Origin{Format: hippocam.FormatChat, Raw: string(raw.Messages[i])}
-		if framing && m.Role == hippocam.RoleSystem {
-			conv.Framing = append(conv.Framing, m)
-			continue
-		}
-		framing = false
-		conv.Messages = append(conv.Messages, m)
+	if r.err != nil {
+		return nil, nil, nil, r.err
 	}
+	conv := r.conv
+	conv.Model, conv.Stream = req.Model, req.Stream
 	for i, d := range req.Tools {
 		if d.Type != "" && d.Type != "function" {
-			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
+			return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
 		}
 		if strings.TrimSpace(d.Function.Name) == "" {
-			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)
+			return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)
 		}
-		conv.Tools = append(conv.Tools, ToTool(d))
+		t := ToTool(d)
+		t.Parameters = bytes.Clone(t.Parameters) // not a slice of the body, which the tool may outlive
+		conv.Tools = append(conv.Tools, t)
 	}
 	var err error
 	if conv.ToolChoice, err = chatToolChoice(req.ToolChoice); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if conv.Extra, err = chatExtra(&req); err != nil {
-		return nil, nil, err
+	if conv.Extra, err = chatExtra(req); err != nil {
+		return nil, nil, nil, err
 	}
 	if req.MaxTokens != nil {
 		conv.MaxTokens = *req.MaxTokens
 	}
-	return conv, &req, nil
+	return conv, req, r, nil
+}
+
+// chatReader turns the messages of a chat request into the conversation's, one by one, as the
+// decoder reads them. It keeps the first message it cannot take as err and takes no more, so
+// that what is wrong with the body as a whole (invalid JSON, n) is still reported first.
+type chatReader struct {
+	conv    *hippocam.Conversation
+	n       int // messages met
+	err     error
+	message bool // past the framing
+	// bases are the earlier requests that have every message reused so far, same messages.
+	bases []*readRequest
+	same  int
+}
+
+// reuse takes the next message from the bases that have it at the same place, when rest starts
+// with its exact bytes, and returns their length (0: none has it). The bytes of a message
+// are a complete JSON value, which ends where they end when a separator follows, so
+// comparing them is as good as reading the value again.
+func (r *chatReader) reuse(rest []byte) int {
+	i := r.n
+	live, n := r.bases[:0], 0
+	for _, b := range r.bases {
+		if i >= b.msgs.n {
+			continue
+		}
+		raw := b.msgs.at(i).Origin.Raw
+		if len(rest) > len(raw) && string(rest[:len(raw)]) == raw && separates(rest[len(raw)]) {
+			live, n = append(live, b), len(raw)
+		}
+	}
+	if len(live) == 0 {
+		return 0 // (nothing was written over r.bases)
+	}
+	r.bases = live
+	r.n++
+	r.same++
+	r.take(*live[0].msgs.at(i))
+	return n
+}
+
+// separates reports whether c may follow an element of an array.
+func separates(c byte) bool {
+	return c == ',' || c == ']' || c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}
+
+// expect makes room for the messages: as many as the largest base has, and a few more, or as
+// many as count finds.
+func (r *chatReader) expect(count func() int) {
+	n := 0
+	for _, b := range r.bases {
+		n = max(n, b.msgs.n+16)
+	}
+	if n == 0 {
+		n = count()
+	}
+	r.conv.Messages = make([]hippocam.Message, 0, n)
+}
+
+// take appends m to the framing or the messages.
+func (r *chatReader) take(m hippocam.Message) {
+	if !r.message && m.Role == hippocam.RoleSystem {
+		r.conv.Framing = append(r.conv.Framing, m)
+		return
+	}
+	r.message = true
+	r.conv.Messages = append(r.conv.Messages, m)
+}
+
+// add reads the message c, whose exact bytes are raw.
+func (r *chatReader) add(raw []byte, c *ChatMessage) {
+	i := r.n
+	r.n++
+	if r.err != nil {
+		return
+	}
+	m, err := ToMessage(*c)
+	if err != nil {
+		r.err = hippocam.Errorf(hippocam.EINVALID, "messages[%d]: %s", i, hippocam.ErrorMessage(err))
+		return
+	}
+	if m.Parts, err = chatParts(c.Content); err != nil {
+		r.err = hippocam.Errorf(hippocam.EINVALID, "messages[%d].%s", i, hippocam.ErrorMessage(err))
+		return
+	}
+	for j, tc := range c.ToolCalls {
+		if strings.TrimSpace(tc.Function.Name) == "" {
+			r.err = hippocam.Errorf(hippocam.EINVALID, "messages[%d].tool_calls[%d] names no function", i, j)
+			return
+		}
+	}
+	if m.Role == hippocam.RoleTool && c.ToolCallID == "" {
+		r.err = hippocam.Errorf(hippocam.EINVALID, "messages[%d]: a tool message needs a tool_call_id", i)
+		return
+	}
+	m.Origin = &hippocam.Origin{Format: hippocam.FormatChat, Raw: string(raw)}
+	r.take(m)
+}
+
+// decodeChatRequest decodes a chat request the fast decoder does not take, and finds the exact
+// bytes of each of its messages.
+func decodeChatRequest(body []byte) (*ChatRequest, []json.RawMessage, error) {
+	req := new(ChatRequest)
+	if err := req.UnmarshalJSON(body); err != nil {
+		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "the request body is not valid JSON for chat completions: %v", err)
+	}
+	msgs, ok := rawMessages(body)
+	if !ok {
+		var raw struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
+			return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
+		}
+		msgs = raw.Messages
+	}
+	return req, msgs, nil
 }
 
 // rawMessages returns the exact bytes of each element of a request's "messages" array, found in

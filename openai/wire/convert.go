@@ -24,14 +24,21 @@ func ToMessage(c ChatMessage) (hippocam.Message, error) {
 		return hippocam.Message{}, hippocam.Errorf(hippocam.EINVALID, "message content: %v", err)
 	}
 	m := hippocam.Message{Role: role, Kind: hippocam.KindRaw, Content: text, ToolCallID: c.ToolCallID}
-	for _, tc := range c.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, hippocam.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	if len(c.ToolCalls) > 0 {
+		m.ToolCalls = make([]hippocam.ToolCall, len(c.ToolCalls))
+		for i, tc := range c.ToolCalls {
+			m.ToolCalls[i] = hippocam.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		}
 	}
-	extra := Extra{}
+	otherContent := len(c.Content) > 0 && c.Content[0] != '"'
+	if len(c.Extra) == 0 && !otherContent && c.Name == "" && c.Role != "developer" {
+		return m, nil
+	}
+	extra := make(Extra, len(c.Extra)+3)
 	for k, v := range c.Extra {
 		extra[k] = v
 	}
-	if len(c.Content) > 0 && c.Content[0] != '"' {
+	if otherContent {
 		extra["content"] = c.Content
 	}
 	if c.Name != "" {
@@ -40,9 +47,7 @@ func ToMessage(c ChatMessage) (hippocam.Message, error) {
 	if c.Role == "developer" {
 		extra["role"] = json.RawMessage(`"developer"`)
 	}
-	if len(extra) > 0 {
-		m.Extra, _ = json.Marshal(extra)
-	}
+	m.Extra, _ = json.Marshal(extra)
 	return m, nil
 }
 

@@ -14,12 +14,30 @@ import (
 // bytes, very deep nesting — it reports failure and UnmarshalJSON runs decodeSlow, the reference
 // implementation, whose result and error are therefore unchanged.
 
-type decoder struct{ scanner }
+type decoder struct {
+	scanner
+	// share makes the raw values it keeps slices of the input instead of copies, for a caller
+	// that keeps the input as long as the value (ReadChatRequest).
+	share bool
+	// sink, when set, receives the messages of a request as they are read, each with its exact
+	// bytes, instead of the request's Messages.
+	sink messageSink
+}
+
+// messageSink takes the messages of a request: expect is given a count of them (to call only if
+// needed: it scans the array), add is given each one. Before that, as long as it finds one,
+// reuse is asked whether the sink already has the next message: rest is the input from the
+// message's first byte, and reuse returns the length of the message it has there (0: none).
+type messageSink interface {
+	expect(count func() int)
+	reuse(rest []byte) int
+	add(raw []byte, m *ChatMessage)
+}
 
 // newDecoder returns a decoder over b, at its first value. UnmarshalJSON must not keep b: the
 // decoder copies the raw values it keeps.
 func newDecoder(b []byte) *decoder {
-	d := &decoder{scanner{data: b}}
+	d := &decoder{scanner: scanner{data: b}}
 	d.ws()
 	return d
 }
@@ -107,7 +125,11 @@ func (d *decoder) raw(dst *json.RawMessage) bool {
 	if !d.value() {
 		return false
 	}
-	*dst = bytes.Clone(d.data[start:d.pos])
+	if d.share {
+		*dst = d.data[start:d.pos:d.pos]
+	} else {
+		*dst = bytes.Clone(d.data[start:d.pos])
+	}
 	return true
 }
 
@@ -349,7 +371,11 @@ func (d *decoder) request(r *ChatRequest) bool {
 		case "model":
 			bit, ok = 1<<0, d.string(&r.Model)
 		case "messages":
-			bit, ok = 1<<1, list(d, &r.Messages, (*decoder).message)
+			if d.sink != nil {
+				bit, ok = 1<<1, d.sinkMessages()
+			} else {
+				bit, ok = 1<<1, list(d, &r.Messages, (*decoder).message)
+			}
 		case "tools":
 			bit, ok = 1<<2, list(d, &r.Tools, (*decoder).toolDef)
 		case "tool_choice":
@@ -406,6 +432,53 @@ func (d *decoder) message(m *ChatMessage) bool {
 		more, ok = d.next()
 	}
 	return ok
+}
+
+// sinkMessages reads the messages array of a request into d.sink, as list would read it into
+// the request (null and [] give no message).
+func (d *decoder) sinkMessages() bool {
+	if d.null() {
+		return true
+	}
+	if d.peek() != '[' {
+		return false
+	}
+	array := d.data[d.pos:]
+	d.sink.expect(func() int { return countObjects(array) })
+	d.pos++
+	d.ws()
+	if d.peek() == ']' {
+		d.pos++
+		return true
+	}
+	m := new(ChatMessage) // one for all: the sink copies what it keeps
+	reusing := true
+	for {
+		start := d.pos
+		if reusing {
+			n := d.sink.reuse(d.data[start:])
+			d.pos += n
+			reusing = n > 0
+		}
+		if !reusing {
+			*m = ChatMessage{}
+			if !d.message(m) {
+				return false
+			}
+			d.sink.add(d.data[start:d.pos], m)
+		}
+		d.ws()
+		switch d.peek() {
+		case ',':
+			d.pos++
+			d.ws()
+		case ']':
+			d.pos++
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 var toolCallKeys = []string{"index", "id", "type", "function"}

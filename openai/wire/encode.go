@@ -67,12 +67,11 @@ func (e *encoder) member(k string, v []byte, top bool) bool {
 }
 
 func (e *encoder) request(r *ChatRequest, top bool) bool {
-	e.b = append(e.b, `{"model":`...)
-	e.str(r.Model)
-	e.b = append(e.b, `,"messages":`...)
-	if r.Messages == nil {
-		e.b = append(e.b, "null"...)
-	} else {
+	return e.requestWith(r, top, func() bool {
+		if r.Messages == nil {
+			e.b = append(e.b, "null"...)
+			return true
+		}
 		e.b = append(e.b, '[')
 		for i := range r.Messages {
 			if i > 0 {
@@ -83,6 +82,17 @@ func (e *encoder) request(r *ChatRequest, top bool) bool {
 			}
 		}
 		e.b = append(e.b, ']')
+		return true
+	})
+}
+
+// requestWith writes r with messages writing the value of its "messages" member.
+func (e *encoder) requestWith(r *ChatRequest, top bool, messages func() bool) bool {
+	e.b = append(e.b, `{"model":`...)
+	e.str(r.Model)
+	e.b = append(e.b, `,"messages":`...)
+	if !messages() {
+		return false
 	}
 	if len(r.Tools) > 0 {
 		e.b = append(e.b, `,"tools":[`...)

@@ -350,9 +350,12 @@ type ResponseStream struct {
 	seq     int
 	// id is the response id; output the items sent so far, the last still open while text is
 	// streaming into it (open).
-	id       string
-	output   []OutputItem
-	open     bool
+	id     string
+	output []OutputItem
+	open   bool
+	// text holds the text of the open message's last part while it streams (written into the
+	// part when it ends), so that a long answer is not copied once per delta.
+	text     strings.Builder
 	messages int
 	calls    int
 	state    int // 0 before Start, 1 streaming, 2 finished
@@ -433,6 +436,38 @@ func (s *ResponseStream) Finish(resp *Response) error {
 	return s.err
 }
 
+// Fail ends the stream with an error event, as the Responses API does when an answer breaks
+// off: {"type":"error","code","message","param":null}, with the same fields also under "error"
+// (the official SDKs read one or the other). No response.completed follows. It returns EINVALID
+// outside Start…Finish and the writer's error when writing fails.
+func (s *ResponseStream) Fail(code, message string) error {
+	if err := s.streaming(); err != nil {
+		return err
+	}
+	if code == "" {
+		code = "server_error"
+	}
+	s.state = 2
+	seq := s.seq
+	s.seq++
+	body := struct {
+		Type           string  `json:"type"`
+		SequenceNumber int     `json:"sequence_number"`
+		Code           string  `json:"code"`
+		Message        string  `json:"message"`
+		Param          *string `json:"param"`
+		Error          struct {
+			Type    string  `json:"type"`
+			Code    string  `json:"code"`
+			Message string  `json:"message"`
+			Param   *string `json:"param"`
+		} `json:"error"`
+	}{Type: "error", SequenceNumber: seq, Code: code, Message: message}
+	body.Error.Type, body.Error.Code, body.Error.Message = "server_error", code, message
+	s.write("error", body)
+	return s.err
+}
+
 // WriteResponseStream writes a whole completed response as an event stream: the same events a
 // ResponseStream sends for it, with the items' own ids, ending with response.completed carrying
 // resp. Items other than messages and function calls are sent as they are (added, then done). It
@@ -506,13 +541,17 @@ func (s *ResponseStream) appendText(text string) {
 		s.send(ResponseEvent{Type: "response.output_text.delta", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k,
 			Delta: &p, Logprobs: json.RawMessage("[]")})
 	}
-	it.Content[k].Text += text
+	s.text.WriteString(text)
 }
 
 // partDone ends content part k of the open message.
 func (s *ResponseStream) partDone(k int) {
 	idx := len(s.output) - 1
 	it := &s.output[idx]
+	if it.Content[k].Type == "output_text" && s.text.Len() > 0 {
+		it.Content[k].Text += s.text.String()
+		s.text.Reset()
+	}
 	part := it.Content[k]
 	if part.Type == "output_text" {
 		s.send(ResponseEvent{Type: "response.output_text.done", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k,
@@ -595,13 +634,22 @@ func (s *ResponseStream) send(ev ResponseEvent) {
 	}
 	ev.SequenceNumber = s.seq
 	s.seq++
-	b, err := json.Marshal(ev)
-	if err != nil {
-		s.err = fmt.Errorf("encode %s event: %w", ev.Type, err)
+	s.write(ev.Type, ev)
+}
+
+// write writes one event named typ with v as its data, and flushes; after a failed write it
+// does nothing.
+func (s *ResponseStream) write(typ string, v any) {
+	if s.err != nil {
 		return
 	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", ev.Type, b); err != nil {
-		s.err = fmt.Errorf("write %s event: %w", ev.Type, err)
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.err = fmt.Errorf("encode %s event: %w", typ, err)
+		return
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
+		s.err = fmt.Errorf("write %s event: %w", typ, err)
 		return
 	}
 	if s.flusher != nil {

@@ -1,0 +1,88 @@
+package hippocam
+
+import (
+	"context"
+	"time"
+)
+
+// Durable jobs (docs/architecture.md §7). A step answers first and consolidates after: the work it
+// leaves (Session.Pending) and a job to do it are committed in the step's own transaction
+// (Change.Jobs), so that a crash between the answer and the consolidation loses nothing: a worker
+// of any replica that shares the store claims the job, runs it and commits the result with the
+// session's version check. A job is idempotent by construction: its work is described by the
+// session's state, which the job's own commit clears, so running it twice changes nothing the
+// second time.
+
+// JobConsolidate is the kind of the job that runs a session's pending consolidation.
+const JobConsolidate = "consolidate"
+
+// Job is one unit of durable background work on a session.
+type Job struct {
+	ID      int64  `json:"id"`
+	Tenant  string `json:"tenant"`
+	Session string `json:"session"`
+	Kind    string `json:"kind"`
+	// Payload is kind-specific; consolidation jobs carry none (their work is Session.Pending).
+	Payload []byte `json:"payload,omitempty"`
+	// Attempts counts the claims of this job so far, this one included.
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+	// Gen is the job's generation when it was claimed: enqueuing the same kind for the same
+	// session again while it runs raises it, and FinishJob then leaves the job queued, so that
+	// work enqueued during a run is never dropped.
+	Gen int64 `json:"gen"`
+}
+
+// JobQueue is the durable queue of a Store. Enqueuing happens only through Commit (Change.Jobs),
+// in the same transaction as the state change that calls for the job. At most one job of a kind
+// is queued per session: enqueuing it again while it is queued or running raises its generation.
+// Deleting a session deletes its jobs.
+type JobQueue interface {
+	// ClaimJob leases the oldest job that is due and not leased (or whose lease has run out) to
+	// owner for lease, and returns it; nil and no error when no job is due.
+	ClaimJob(ctx context.Context, owner string, lease time.Duration) (*Job, error)
+	// ExtendJob renews owner's lease of a running job. ECONFLICT when owner no longer holds it.
+	ExtendJob(ctx context.Context, j *Job, owner string, lease time.Duration) error
+	// FinishJob removes a job that owner ran to the end, unless it was enqueued again since it
+	// was claimed (its generation moved): then the lease is released and the job stays due.
+	FinishJob(ctx context.Context, j *Job, owner string) error
+	// RetryJob releases owner's lease and makes the job due again after the given delay,
+	// recording why it failed.
+	RetryJob(ctx context.Context, j *Job, owner string, after time.Duration, reason string) error
+	// QueuedJobs counts the jobs queued (running or not), for metrics and tests.
+	QueuedJobs(ctx context.Context) (int, error)
+}
+
+// Pending is the consolidation a step left for after its answer: PRECIP for the spans of the
+// intents it closed and for the recall exchanges its answer drew on, then the ordinary prefix
+// check. It rides in the session's snapshot, committed with the step, and the consolidation
+// job's commit clears it. The spans it names stay protected from prefix folds until then.
+type Pending struct {
+	// Closures are JANUS's closures, in the order they happened.
+	Closures []ClosedSpan `json:"closures,omitempty"`
+	// Reinforce names the answer whose recall exchanges, committed just before it, are to be
+	// consolidated.
+	Reinforce *Reinforcement `json:"reinforce,omitempty"`
+	// Start is the first message of the round the step that left this work served: it stays
+	// protected from folds while the work runs, as it was during the step.
+	Start string `json:"start,omitempty"`
+}
+
+// Empty reports whether nothing is pending.
+func (p *Pending) Empty() bool {
+	return p == nil || (len(p.Closures) == 0 && p.Reinforce == nil)
+}
+
+// ClosedSpan is one JANUS answer's closed intents, innermost first, with the guidance message that
+// closed them and the intent chain (labels, broadest first) as it stood when they closed.
+type ClosedSpan struct {
+	Intents  []Intent `json:"intents"`
+	Guidance string   `json:"guidance"`
+	Chain    []string `json:"chain"`
+}
+
+// Reinforcement names an answer reached through recall: its exchanges, as the model last saw
+// them, sit in the context right before it (KindRecall) until they are consolidated.
+type Reinforcement struct {
+	Answer string `json:"answer"`
+}

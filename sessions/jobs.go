@@ -1,0 +1,226 @@
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Consolidation jobs (docs/architecture.md §7). A step answers and commits; what Alg. 1 does
+// after the answer (PRECIP, then the prefix check) is left in the session (Session.Pending) and
+// a hippocam.JobConsolidate job enqueued in the same transaction. Workers (RunJobs) claim jobs
+// from the store's queue, which every replica of one database shares, run them under the
+// session's lock and commit with the session's version check; a job whose commit lost the race
+// runs again on the newer state. A job that ran already finds nothing pending and finishes. A
+// server that died mid-job leaves the job leased: when the lease runs out another worker (or
+// the restarted server) takes it. A request that arrives while its session's job runs waits for
+// it (the lock); one that arrives before a worker took the job runs it itself, first (the
+// engine does that for any step that finds consolidation pending).
+
+// Job defaults.
+const (
+	defaultWorkers  = 2
+	defaultJobPoll  = time.Second
+	defaultJobLease = 30 * time.Second
+	maxJobBackoff   = time.Minute
+)
+
+// Stats counts what the service did about latency, since it started.
+type Stats struct {
+	// WaitsRunning counts requests that had to wait for a consolidation job of their session
+	// that was running; WaitsInline those that found consolidation pending and ran it first.
+	WaitsRunning, WaitsInline int64
+	// SpeculationStood and SpeculationRedone count steps whose main call started beside JANUS
+	// and stood, or had to be made again.
+	SpeculationStood, SpeculationRedone int64
+	// JobsDone counts jobs run to the end; JobsFailed runs that failed and were put back.
+	JobsDone, JobsFailed int64
+}
+
+type stats struct {
+	waitsRunning, waitsInline, stood, redone, jobsDone, jobsFailed atomic.Int64
+}
+
+// Stats returns the service's counters.
+func (s *Service) Stats() Stats {
+	return Stats{
+		WaitsRunning: s.stats.waitsRunning.Load(), WaitsInline: s.stats.waitsInline.Load(),
+		SpeculationStood: s.stats.stood.Load(), SpeculationRedone: s.stats.redone.Load(),
+		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
+	}
+}
+
+// running tracks the lock keys held by running jobs, so that a request can tell it waits for one.
+type running struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (r *running) add(keys []string, d int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range keys {
+		if r.m[k] += d; r.m[k] <= 0 {
+			delete(r.m, k)
+		}
+	}
+}
+
+func (r *running) holds(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[key] > 0
+}
+
+// newOwner names this process's workers in the queue's leases.
+func newOwner() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "hippocam-" + hex.EncodeToString(b)
+}
+
+// kick wakes a worker: a job was just enqueued.
+func (s *Service) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunJobs runs the store's jobs with Config.Workers workers until ctx ends; then it returns
+// once the running jobs have stopped (a job cut short is put back in the queue).
+func (s *Service) RunJobs(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range s.cfg.Workers {
+		wg.Go(func() { s.work(ctx) })
+	}
+	wg.Wait()
+}
+
+// work is one worker's loop.
+func (s *Service) work(ctx context.Context) {
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		j, err := s.cfg.Store.ClaimJob(ctx, s.owner, s.cfg.JobLease)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("claiming a job", "error", err)
+		}
+		if j != nil {
+			s.runJob(ctx, j)
+			continue
+		}
+		poll.Reset(s.cfg.JobPoll)
+		select {
+		case <-ctx.Done():
+		case <-s.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// RunPendingJobs runs every job that is due now, one after the other, and returns when none is
+// left (tests, and tools that run without workers).
+func (s *Service) RunPendingJobs(ctx context.Context) error {
+	for {
+		j, err := s.cfg.Store.ClaimJob(ctx, s.owner, s.cfg.JobLease)
+		if err != nil || j == nil {
+			return err
+		}
+		s.runJob(ctx, j)
+	}
+}
+
+// runJob runs one claimed job and settles it in the queue.
+func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
+	// The lease is renewed while the job runs, so that a long PALIM fold is not taken over.
+	jctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(s.cfg.JobLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+				if err := s.cfg.Store.ExtendJob(jctx, j, s.owner, s.cfg.JobLease); err != nil && jctx.Err() == nil {
+					s.log.Warn("a job's lease was lost", logTenant, j.Tenant, logSession, j.Session, "error", err)
+					stop()
+				}
+			}
+		}
+	}()
+	var err error
+	switch j.Kind {
+	case hippocam.JobConsolidate:
+		err = s.consolidate(jctx, j)
+	default:
+		s.log.Error("a job of an unknown kind; dropped", "kind", j.Kind, logTenant, j.Tenant, logSession, j.Session)
+	}
+	settle := context.WithoutCancel(ctx)
+	if err == nil || hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
+		// ECONFLICT: the lease was lost (it ran out, or the session was deleted); whoever holds
+		// the job now settles it.
+		if err := s.cfg.Store.FinishJob(settle, j, s.owner); err != nil && hippocam.ErrorCode(err) != hippocam.ECONFLICT {
+			s.log.Warn("finishing a job", logTenant, j.Tenant, logSession, j.Session, "error", err)
+		}
+		s.stats.jobsDone.Add(1)
+		return
+	}
+	s.stats.jobsFailed.Add(1)
+	after := min(maxJobBackoff, time.Duration(1<<min(j.Attempts, 10))*100*time.Millisecond)
+	if hippocam.ErrorCode(err) == hippocam.ECONFLICT || ctx.Err() != nil {
+		after = 0 // another step committed first, or the server stops: run again on the new state
+	}
+	s.log.Warn("a consolidation job failed; it will run again", logTenant, j.Tenant, logSession, j.Session, "attempts", j.Attempts, "error", err)
+	if err := s.cfg.Store.RetryJob(settle, j, s.owner, after, err.Error()); err != nil {
+		s.log.Warn("putting a job back", logTenant, j.Tenant, logSession, j.Session, "error", err)
+	}
+}
+
+// consolidate runs a session's pending consolidation under its locks and commits it.
+func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) error {
+	sess, err := s.cfg.Store.Session(ctx, j.Tenant, j.Session)
+	if err != nil {
+		return err
+	}
+	if sess.Pending.Empty() {
+		return nil
+	}
+	// The locks of every request that may continue the session: its name's, and, for a
+	// session found by content, its transcript's.
+	keys := []string{j.Tenant + "\x00n\x00" + baseName(j.Session), j.Tenant + "\x00h\x00" + sess.Transcript.Hash}
+	s.running.add(keys, 1)
+	defer s.running.add(keys, -1)
+	for _, k := range keys {
+		defer s.locks.lock(k)()
+	}
+	if sess, err = s.load(ctx, j.Tenant, j.Session); err != nil {
+		return err
+	} else if sess == nil {
+		return hippocam.Errorf(hippocam.ENOTFOUND, "session %q was deleted", j.Session)
+	}
+	if sess.Pending.Empty() {
+		return nil // a step ran it first, or an earlier run of this job did
+	}
+	res, err := s.cfg.Engine.Consolidate(ctx, sess, hippocam.SessionArchive(s.cfg.Store, j.Tenant, j.Session))
+	if err != nil {
+		return err
+	}
+	next := res.Session
+	next.UpdatedAt = time.Now().UTC()
+	if err := s.cfg.Store.Commit(ctx, next, res.Change); err != nil {
+		s.cache.drop(j.Tenant, j.Session)
+		return err
+	}
+	s.cache.put(next)
+	s.log.Debug("consolidated after the answer", logTenant, j.Tenant, logSession, j.Session,
+		"intent", res.IntentConsolidations, "prefix", res.PrefixConsolidations, "reinforced", res.Reinforced)
+	return nil
+}
