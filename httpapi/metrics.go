@@ -31,6 +31,9 @@ type Metrics struct {
 	failures       *prometheus.CounterVec
 	firstText      prometheus.Histogram
 	cutOffs        prometheus.Counter
+	waits          *prometheus.CounterVec
+	speculative    *prometheus.CounterVec
+	jobs           *prometheus.CounterVec
 }
 
 // NewMetrics returns a fresh set of metrics with Go runtime and process collectors.
@@ -63,7 +66,13 @@ func NewMetrics() *Metrics {
 		cutOffs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_stream_cut_offs_total",
 			Help: "Streamed answers whose client stopped reading or went away before the end (the step was committed all the same)."}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs,
+	m.waits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidation_waits_total",
+		Help: "Steps that found their session's consolidation unfinished: waited for the running job (how=running) or ran the queued work first (how=inline)."}, []string{"how"})
+	m.speculative = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_speculative_total",
+		Help: "Steps whose main call started beside JANUS, by outcome: stood (JANUS left the context as it was) or redone (the call was made again)."}, []string{"outcome"})
+	m.jobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_jobs_total",
+		Help: "Consolidation jobs by outcome: done, or failed (put back in the queue to run again)."}, []string{"outcome"})
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.speculative, m.jobs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
@@ -77,6 +86,9 @@ func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
 // observeResult counts what one request of the session service did.
 func (m *Metrics) observeResult(res *sessions.Result) {
 	m.events.WithLabelValues(string(res.Event)).Inc()
+	if res.Waited {
+		m.waits.WithLabelValues("running").Inc()
+	}
 	if res.Event == sessions.EventForked {
 		m.forks.Inc()
 	}
@@ -85,7 +97,26 @@ func (m *Metrics) observeResult(res *sessions.Result) {
 	}
 }
 
+// observeJob counts a consolidation job the session service ran: its model calls, its
+// consolidations, whether it landed.
+func (m *Metrics) observeJob(res *engine.Result, err error) {
+	if err != nil {
+		m.jobs.WithLabelValues("failed").Inc()
+		return
+	}
+	m.jobs.WithLabelValues("done").Inc()
+	if res != nil {
+		m.observeStep(res)
+	}
+}
+
 func (m *Metrics) observeStep(res *engine.Result) {
+	if res.RanPending {
+		m.waits.WithLabelValues("inline").Inc()
+	}
+	if res.Speculation != "" {
+		m.speculative.WithLabelValues(res.Speculation).Inc()
+	}
 	for role, u := range res.Usage {
 		r := string(role)
 		m.calls.WithLabelValues(r).Add(float64(u.Calls))

@@ -97,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Metrics != nil {
+		cfg.Sessions.ObserveJobs(cfg.Metrics.observeJob) // jobs' model calls and consolidations
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	s.routes()
 	return s, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
 )
 
 // Consolidation jobs (docs/architecture.md §7). A step answers and commits; what Alg. 1 does
@@ -84,6 +85,11 @@ func newOwner() string {
 	return "hippocam-" + hex.EncodeToString(b)
 }
 
+// ObserveJobs has fn called after every consolidation job a worker ran: with the job's result
+// when it committed (nil when there was nothing left to do), or with the error that put it back
+// in the queue. Set it before RunJobs; fn must not block.
+func (s *Service) ObserveJobs(fn func(res *engine.Result, err error)) { s.observe = fn }
+
 // kick wakes a worker: a job was just enqueued.
 func (s *Service) kick() {
 	select {
@@ -157,9 +163,13 @@ func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
 		}
 	}()
 	var err error
+	var res *engine.Result
 	switch j.Kind {
 	case hippocam.JobConsolidate:
-		err = s.consolidate(jctx, j)
+		res, err = s.consolidate(jctx, j)
+		if s.observe != nil && hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
+			s.observe(res, err)
+		}
 	default:
 		s.log.Error("a job of an unknown kind; dropped", "kind", j.Kind, logTenant, j.Tenant, logSession, j.Session)
 	}
@@ -184,14 +194,15 @@ func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
 	}
 }
 
-// consolidate runs a session's pending consolidation under its locks and commits it.
-func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) error {
+// consolidate runs a session's pending consolidation under its locks and commits it. It returns
+// the committed result, or nil when nothing was left to do.
+func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) (*engine.Result, error) {
 	sess, err := s.cfg.Store.Session(ctx, j.Tenant, j.Session)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sess.Pending.Empty() {
-		return nil
+		return nil, nil
 	}
 	// The locks of every request that may continue the session: its name's, and, for a
 	// session found by content, its transcript's.
@@ -202,25 +213,25 @@ func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) error {
 		defer s.locks.lock(k)()
 	}
 	if sess, err = s.load(ctx, j.Tenant, j.Session); err != nil {
-		return err
+		return nil, err
 	} else if sess == nil {
-		return hippocam.Errorf(hippocam.ENOTFOUND, "session %q was deleted", j.Session)
+		return nil, hippocam.Errorf(hippocam.ENOTFOUND, "session %q was deleted", j.Session)
 	}
 	if sess.Pending.Empty() {
-		return nil // a step ran it first, or an earlier run of this job did
+		return nil, nil // a step ran it first, or an earlier run of this job did
 	}
 	res, err := s.cfg.Engine.Consolidate(ctx, sess, hippocam.SessionArchive(s.cfg.Store, j.Tenant, j.Session))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	next := res.Session
 	next.UpdatedAt = time.Now().UTC()
 	if err := s.cfg.Store.Commit(ctx, next, res.Change); err != nil {
 		s.cache.drop(j.Tenant, j.Session)
-		return err
+		return nil, err
 	}
 	s.cache.put(next)
 	s.log.Debug("consolidated after the answer", logTenant, j.Tenant, logSession, j.Session,
 		"intent", res.IntentConsolidations, "prefix", res.PrefixConsolidations, "reinforced", res.Reinforced)
-	return nil
+	return res, nil
 }

@@ -81,6 +81,7 @@ type Service struct {
 	wake    chan struct{} // a job was enqueued
 	running running       // lock keys held by running jobs
 	stats   stats
+	observe func(*engine.Result, error) // ObserveJobs
 }
 
 // New returns a service. EINVALID when the engine or the store is missing.
@@ -168,6 +169,9 @@ type Result struct {
 	Answer hippocam.Message
 	Usage  hippocam.RoleUsage
 	Step   *engine.Result
+	// Waited is set when the request had to wait for its session's consolidation job, which
+	// was running when it arrived.
+	Waited bool
 }
 
 // CheckName returns an EINVALID error for a session name the service refuses: empty, longer
@@ -201,7 +205,8 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.running.holds(h.lockKey()) {
+	waited := s.running.holds(h.lockKey())
+	if waited {
 		s.stats.waitsRunning.Add(1) // the session's consolidation job is running: wait for it
 	}
 	unlock := s.locks.lock(h.lockKey())
@@ -220,7 +225,11 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	if req.OnStart != nil {
 		req.OnStart(plan.sess.ID, plan.event)
 	}
-	return s.advance(ctx, h, plan)
+	res, err := s.advance(ctx, h, plan)
+	if res != nil {
+		res.Waited = waited
+	}
+	return res, err
 }
 
 // history is a checked request with the transcript hashes of its conversation.

@@ -57,6 +57,11 @@ type ServeCommand struct {
 	// JobLease is how long a consolidation job stays with the worker that claimed it without
 	// renewal: a server killed mid-job leaves it to the others (or to itself, restarted) that long.
 	JobLease time.Duration
+	// Workers run consolidation jobs; InlineConsolidation consolidates before answering
+	// instead; NoSpeculate starts the main call only after JANUS.
+	Workers             int
+	InlineConsolidation bool
+	NoSpeculate         bool
 
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
@@ -104,9 +109,16 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", httpapi.DefaultWriteTimeout, "the longest one write of a response may take, each streamed event included; a client that stops reading is cut off after it")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&c.JobLease, "job-lease", defaultJobLease, "how long a claimed consolidation job stays with its worker without renewal (a server killed mid-job leaves it to others that long)")
+	fs.IntVar(&c.Workers, "workers", 2, "how many consolidation jobs run at once")
+	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
+	speculate := fs.Bool("speculate", true, "start the main model's call together with JANUS; it is made again only when JANUS changes the context")
 	fs.DurationVar(&c.DetachedStepTimeout, "detached-step-timeout", httpapi.DefaultDetachedStepTimeout, "how long a step may still run after its client went away (it is then committed, and the client's retry gets it)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	c.NoSpeculate = !*speculate
+	if c.Workers < 1 {
+		return fmt.Errorf("--workers must be at least 1")
 	}
 	windowSet := os.Getenv("HIPPOCAM_CONTEXT_WINDOW") != ""
 	fs.Visit(func(f *flag.Flag) {
@@ -169,13 +181,15 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	e, err := engine.New(engine.ForWindow(c.Window), upstream, tok, log)
+	ecfg := engine.ForWindow(c.Window)
+	ecfg.Speculate = !c.NoSpeculate
+	e, err := engine.New(ecfg, upstream, tok, log)
 	if err != nil {
 		return err
 	}
 	if c.Demo && !c.dbSet {
 		c.store, c.DB = inmem.New(), "memory (demo)"
-	} else if c.store, err = openStore(ctx, c.DB); err != nil {
+	} else if c.store, err = openStore(ctx, c.DB, log); err != nil {
 		return err
 	}
 	keys, err := readKeys(c.Keys)
@@ -194,7 +208,8 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		fmt.Fprintf(c.Stdout, "no --keys given: authentication is off, so Hippocam listens on loopback only (%s)\n", addr)
 	}
 	metrics := httpapi.NewMetrics()
-	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log, JobLease: c.JobLease})
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log, JobLease: c.JobLease,
+		Workers: c.Workers, Inline: c.InlineConsolidation})
 	if err != nil {
 		return err
 	}
@@ -278,15 +293,17 @@ func (c *ServeCommand) Close() error {
 }
 
 // openStore opens SQLite for a file path and Postgres for a postgres:// DSN.
-func openStore(ctx context.Context, db string) (hippocam.Store, error) {
+func openStore(ctx context.Context, db string, log *slog.Logger) (hippocam.Store, error) {
 	if strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") {
 		pg := postgres.New(db)
+		pg.Log = log
 		if err := pg.Open(ctx); err != nil {
 			return nil, err
 		}
 		return pg, nil
 	}
 	lite := sqlite.New(db)
+	lite.Log = log
 	if err := lite.Open(ctx); err != nil {
 		return nil, err
 	}

@@ -39,23 +39,10 @@ func readChat(body []byte, bases []*readRequest) (*hippocam.Conversation, *ChatR
 	req := new(ChatRequest)
 	d := decoder{scanner: scanner{data: body}, share: true, sink: r}
 	if d.ws(); !d.request(req) || !d.end() {
-		// Not for the fast decoder: decode the whole body, then read its messages.
-		var raws []json.RawMessage
 		var err error
-		if req, raws, err = decodeChatRequest(body); err != nil {
+		if req, r, err = readSlow(body); err != nil {
 			return nil, nil, nil, err
 		}
-		if len(raws) != len(req.Messages) {
-			return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
-		}
-		r = &chatReader{conv: r.conv} // nothing reused
-		r.conv.Messages = nil
-		r.conv.Framing = nil
-		r.expect(func() int { return len(req.Messages) })
-		for i := range req.Messages {
-			r.add(raws[i], &req.Messages[i])
-		}
-		req.Messages = nil
 	}
 	if r.n == 0 {
 		return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be a non-empty array")
@@ -66,14 +53,40 @@ func readChat(body []byte, bases []*readRequest) (*hippocam.Conversation, *ChatR
 	if r.err != nil {
 		return nil, nil, nil, r.err
 	}
-	conv := r.conv
+	if err := readFields(r.conv, req); err != nil {
+		return nil, nil, nil, err
+	}
+	return r.conv, req, r, nil
+}
+
+// readSlow reads a body the fast decoder does not take: it decodes the whole body, then reads
+// its messages, reusing none.
+func readSlow(body []byte) (*ChatRequest, *chatReader, error) {
+	req, raws, err := decodeChatRequest(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(raws) != len(req.Messages) {
+		return nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be an array of message objects")
+	}
+	r := &chatReader{conv: &hippocam.Conversation{Format: hippocam.FormatChat, Store: true}}
+	r.expect(func() int { return len(req.Messages) })
+	for i := range req.Messages {
+		r.add(raws[i], &req.Messages[i])
+	}
+	req.Messages = nil
+	return req, r, nil
+}
+
+// readFields sets the conversation's fields other than its messages from the request.
+func readFields(conv *hippocam.Conversation, req *ChatRequest) error {
 	conv.Model, conv.Stream = req.Model, req.Stream
 	for i, d := range req.Tools {
 		if d.Type != "" && d.Type != "function" {
-			return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
+			return hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
 		}
 		if strings.TrimSpace(d.Function.Name) == "" {
-			return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)
+			return hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)
 		}
 		t := ToTool(d)
 		t.Parameters = bytes.Clone(t.Parameters) // not a slice of the body, which the tool may outlive
@@ -81,15 +94,15 @@ func readChat(body []byte, bases []*readRequest) (*hippocam.Conversation, *ChatR
 	}
 	var err error
 	if conv.ToolChoice, err = chatToolChoice(req.ToolChoice); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	if conv.Extra, err = chatExtra(req); err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	if req.MaxTokens != nil {
 		conv.MaxTokens = *req.MaxTokens
 	}
-	return conv, req, r, nil
+	return nil
 }
 
 // chatReader turns the messages of a chat request into the conversation's, one by one, as the

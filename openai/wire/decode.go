@@ -8,7 +8,8 @@ import (
 
 // The fast decoder reads a whole request or response in one pass, decoding each known field's
 // value in place and copying the raw ones (content, unknown fields…) one by one, as
-// json.RawMessage does, so that nothing shares or retains the input. It handles what clients
+// json.RawMessage does, so that nothing shares or retains the input (unless the caller, which
+// keeps the input, asks for slices of it: ReadChatRequest). It handles what clients
 // send. Whenever it meets anything else — invalid JSON, a value of the wrong type, a repeated
 // field, a key that matches a field only case-insensitively or that has escapes or non-ASCII
 // bytes, very deep nesting — it reports failure and UnmarshalJSON runs decodeSlow, the reference

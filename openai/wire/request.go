@@ -79,7 +79,8 @@ func (k *messageKey) encodes(m *hippocam.Message) bool {
 // less the members of r.Extra that the body sets itself (model, messages, stream and
 // stream_options always; tools, tool_choice and max_tokens when r sets them). stream asks for a
 // streamed answer with a final usage chunk. Errors: r.Extra is not a JSON object, or a raw
-// value (a tool's parameters, a message's kept fields) is not valid JSON.
+// value (a tool's parameters, a message's kept fields) is not valid JSON. The body must not be
+// changed: the writer keeps its messages for the next request.
 func (w *RequestWriter) Body(model string, r *hippocam.Request, stream bool) ([]byte, error) {
 	head, err := requestHead(model, r, stream)
 	if err != nil {
