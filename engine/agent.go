@@ -299,13 +299,17 @@ func (st *step) shrinkRecalls() {
 // finish removes the recall exchanges from the context and appends the final answer, carrying
 // them as its trace (with each result as it was first shown).
 func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Message, full map[string]string) {
-	kept := st.s.Context[:0]
-	for _, m := range st.s.Context {
-		if !st.recallIDs[m.ID] {
-			kept = append(kept, m)
+	if len(st.recallIDs) > 0 {
+		// In place: the context was rebuilt by the step's appends (the session's copy shares its
+		// backing array until then: never write into it before).
+		kept := st.s.Context[:0]
+		for _, m := range st.s.Context {
+			if !st.recallIDs[m.ID] {
+				kept = append(kept, m)
+			}
 		}
+		st.s.Context = kept
 	}
-	st.s.Context = kept
 	for i := range trace {
 		if text, ok := full[trace[i].ID]; ok {
 			trace[i].Content = text

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
 )
@@ -265,10 +267,9 @@ func (q spanQuote) matches(m *hippocam.Message) bool {
 	if m.Role != q.role {
 		return false
 	}
-	text := SpanText(m)
 	switch {
 	case q.calls:
-		if text != "" || len(m.ToolCalls) == 0 {
+		if strings.TrimSpace(m.Content) != "" || len(m.ToolCalls) == 0 {
 			return false
 		}
 		if !q.args {
@@ -278,10 +279,62 @@ func (q spanQuote) matches(m *hippocam.Message) bool {
 			return SpanCallText(m) == q.text
 		}
 		return strings.HasPrefix(SpanCallText(m), q.text)
-	case q.whole:
-		return text == q.text
 	}
-	return strings.HasPrefix(text, q.text)
+	return spanTextMatches(m.Content, q.text, q.whole)
+}
+
+// spanTextMatches reports whether SpanText of a message with this content equals quote (whole)
+// or begins with it, without building SpanText: it walks the content's words and the quote's
+// together. Every JANUS and PRECIP request compares quotes with the whole context, so this runs
+// for every message of it.
+func spanTextMatches(content, quote string, whole bool) bool {
+	i, j := 0, 0 // positions in content and quote
+	first := true
+	for {
+		i = skipSpace(content, i)
+		if i == len(content) { // no word left in the content
+			return j == len(quote)
+		}
+		if !first {
+			if j == len(quote) {
+				return !whole
+			}
+			if quote[j] != ' ' {
+				return false
+			}
+			j++
+		}
+		first = false
+		for i < len(content) {
+			r, n := utf8.DecodeRuneInString(content[i:])
+			if unicode.IsSpace(r) {
+				break
+			}
+			for k := 0; k < n; k++ {
+				if j == len(quote) {
+					return !whole
+				}
+				if content[i+k] != quote[j] {
+					return false
+				}
+				j++
+			}
+			i += n
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte at or after i that does not begin a space (as
+// strings.Fields reads spaces).
+func skipSpace(s string, i int) int {
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsSpace(r) {
+			return i
+		}
+		i += n
+	}
+	return i
 }
 
 // quoteOf quotes m in at most limit characters, cut at a word boundary. A message with tool

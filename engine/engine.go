@@ -103,6 +103,10 @@ type Input struct {
 	Model      string
 	ToolChoice string
 	Extra      json.RawMessage
+	// Advisory, on a session's first step, enters the context as a KindAdvisory message before
+	// the step's messages (what a memory system read for the task, docs/learning.md). Ignored on
+	// later steps.
+	Advisory string
 	// Defer leaves the step's consolidation (PRECIP for closed intents and for the recall
 	// exchanges the answer drew on, then the ordinary prefix check) for after the answer: it is
 	// recorded in the session's Pending, the Change enqueues a hippocam.JobConsolidate job, and

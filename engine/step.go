@@ -145,6 +145,11 @@ func (st *step) appendInputs(ctx context.Context) error {
 	if st.in.NewFraming && firstContact {
 		st.markFraming()
 	}
+	if st.in.Advisory != "" && firstContact {
+		a := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindAdvisory, Content: st.in.Advisory, ID: st.s.NextID("m")}
+		a.Tokens = hippocam.MessageTokens(st.e.tok, &a)
+		st.push(a)
+	}
 	pending, caller := st.pendingCalls()
 	all := append(append([]hippocam.Message(nil), st.in.History...), st.in.Messages...)
 	first := len(st.in.History) // index in all of the step's first own message

@@ -20,7 +20,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, tenant 
 		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
-	conv, req, err := wire.ReadChatRequest(body)
+	conv, req, err := s.chats.Read(body)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatChat, err)
 		return

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sessions"
 )
 
@@ -68,6 +69,9 @@ type Server struct {
 	cfg Config
 	log *slog.Logger
 	mux *http.ServeMux
+	// chats reads chat requests, comparing a resent history with the last ones it read instead
+	// of decoding it again (about 100k messages kept, at most ~40 MB).
+	chats *wire.ChatReader
 }
 
 // New returns a server. EINVALID when the engine or the store is missing. Without a session
@@ -100,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		cfg.Sessions.ObserveJobs(cfg.Metrics.observeJob) // jobs' model calls and consolidations
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: wire.NewChatReader(100_000)}
 	s.routes()
 	return s, nil
 }

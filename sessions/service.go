@@ -292,7 +292,7 @@ func checkConversation(conv *hippocam.Conversation) error {
 			return hippocam.Errorf(hippocam.EINVALID, "the tool name %q is reserved by Hippocam", t.Name)
 		}
 	}
-	var open map[string]bool
+	open := map[string]bool{}
 	for i, m := range conv.Messages {
 		switch m.Role {
 		case hippocam.RoleTool:
@@ -301,7 +301,7 @@ func checkConversation(conv *hippocam.Conversation) error {
 			}
 			delete(open, m.ToolCallID)
 		case hippocam.RoleAssistant:
-			open = map[string]bool{}
+			clear(open)
 			for _, c := range m.ToolCalls {
 				if c.ID == "" {
 					return hippocam.Errorf(hippocam.EINVALID, "message %d: a tool call has no id", i)
@@ -312,7 +312,7 @@ func checkConversation(conv *hippocam.Conversation) error {
 				open[c.ID] = true
 			}
 		default:
-			open = nil
+			clear(open)
 		}
 	}
 	if last := conv.Messages[len(conv.Messages)-1]; last.Role == hippocam.RoleAssistant {
