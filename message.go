@@ -45,6 +45,10 @@ const (
 	// results), archived beneath the memory that reinforced what the answer drew on. They are
 	// Hippocam's, not the agent's: no transcript or expansion of the conversation holds them.
 	KindRecall Kind = "recall"
+	// KindAdvisory is what a memory system read out of a cluster for the task (docs/learning.md):
+	// role user, after the framing and before the task's first message. The model sees it; it is
+	// Hippocam's, not the agent's, so no transcript holds it.
+	KindAdvisory Kind = "advisory"
 )
 
 // Hidden reports whether messages of kind k are bookkeeping that no model request carries.

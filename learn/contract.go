@@ -1,0 +1,157 @@
+// Package learn is the learning layer above the engine (docs/learning.md): the router that
+// sends a task to a cluster, the contract calls every learning component makes, the lexical
+// retrieval the systems use, and the runner that plays a stream of tasks under each condition.
+// The memory systems themselves live under memory/, one package each.
+package learn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Env is what a learning component needs: the model (usually a Meter, so that usage is counted
+// by role), the tokenizer, the repair bound and a logger.
+type Env struct {
+	Model hippocam.Model
+	Tok   hippocam.Tokenizer
+	// Corrections bounds how often an answer that breaks its contract is sent back with the
+	// validator's error (default 2).
+	Corrections int
+	// ModelName is passed as the request's model ("" for the client's default).
+	ModelName string
+	Log       *slog.Logger
+}
+
+func (e *Env) log() *slog.Logger {
+	if e.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Log
+}
+
+// ErrGaveUp is the error of a contract call whose answers kept breaking the contract: the caller
+// falls back safely (the task runs stateless, the cluster stays as it was).
+var ErrGaveUp = errors.New("the answers kept breaking the contract")
+
+// Call makes one contract call (docs/learning.md §6): the role's prompt as the system message,
+// the instruction as the user message, an answer that is one JSON object following schema. accept
+// decodes and validates the answer; a rejected answer is sent back with the reason, at most
+// Corrections times, and then Call returns an error wrapping ErrGaveUp. Model errors are returned
+// as they are.
+func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruction string, schema json.RawMessage, accept func(args string) error) error {
+	corrections := env.Corrections
+	if corrections <= 0 {
+		corrections = 2
+	}
+	system := strings.TrimSpace(prompt) + "\n\nAnswer with one JSON object following this schema, and nothing else:\n" + string(schema)
+	text := instruction
+	var problem string
+	for attempt := 0; attempt <= corrections; attempt++ {
+		req := &hippocam.Request{Role: role, Model: env.ModelName, ToolChoice: "none", Messages: []hippocam.Message{
+			{Role: hippocam.RoleSystem, Content: system},
+			{Role: hippocam.RoleUser, Content: text},
+		}}
+		resp, err := env.Model.Complete(ctx, req)
+		if err != nil {
+			return fmt.Errorf("%s: %w", role, err)
+		}
+		args, found := JSONObject(resp.Message.Content)
+		if !found {
+			for _, c := range resp.Message.ToolCalls { // a model that answered with a call instead
+				args, found = c.Arguments, true
+				break
+			}
+		}
+		switch {
+		case !found:
+			problem = "the answer holds no JSON object"
+		default:
+			if err := accept(args); err != nil {
+				problem = err.Error()
+			} else {
+				return nil
+			}
+		}
+		env.log().Warn("learning component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
+		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
+			"\nIt was: " + clip(resp.Message.Content, 1000) + "\nAnswer again, correctly."
+	}
+	return fmt.Errorf("%s: %w (last problem: %s)", role, ErrGaveUp, problem)
+}
+
+// Decode reads args into v strictly: one JSON value, no unknown fields.
+func Decode(args string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the answer is not valid JSON for the schema: %v", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("the answer holds more than one JSON value")
+	}
+	return nil
+}
+
+// JSONObject finds the JSON object in a model's text: inside a ``` fence if there is one, from
+// the first '{' to the last '}'.
+func JSONObject(text string) (string, bool) {
+	s := strings.TrimSpace(text)
+	if i := strings.Index(s, "```"); i >= 0 {
+		rest := strings.TrimPrefix(s[i+3:], "json")
+		if j := strings.Index(rest, "```"); j >= 0 {
+			s = strings.TrimSpace(rest[:j])
+		}
+	}
+	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
+	if i < 0 || j < i {
+		return "", false
+	}
+	return s[i : j+1], true
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// Meter wraps a model and adds up the usage of every call, by role, priced. It is safe for
+// concurrent use.
+type Meter struct {
+	Model  hippocam.Model
+	Prices hippocam.Prices
+	mu     sync.Mutex
+	usage  hippocam.Usage
+}
+
+// NewMeter returns a meter over m.
+func NewMeter(m hippocam.Model, p hippocam.Prices) *Meter {
+	return &Meter{Model: m, Prices: p, usage: hippocam.Usage{}}
+}
+
+// Complete calls the model and records the call's usage.
+func (m *Meter) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	resp, err := m.Model.Complete(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.usage.Add(req.Role, resp.Usage, m.Prices)
+	m.mu.Unlock()
+	return resp, nil
+}
+
+// Usage returns what the calls so far consumed, by role.
+func (m *Meter) Usage() hippocam.Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.usage.Clone()
+}
