@@ -3,6 +3,7 @@ package hippocam
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 )
 
 // Store keeps sessions durably. Every method is safe for concurrent use. Sessions are scoped by
@@ -51,6 +52,9 @@ type Store interface {
 	Search(ctx context.Context, tenant, sessionID, query string, limit int) ([]SearchHit, error)
 	// JobQueue is the store's durable job queue (jobs.go).
 	JobQueue
+	// ClusterStore keeps the learning layer's clusters (learning.go), scoped by tenant like
+	// sessions.
+	ClusterStore
 	// Close releases the store's resources.
 	Close() error
 }
@@ -119,6 +123,22 @@ func CheckJobs(jobs []Job) error {
 		if j.Kind == "" {
 			return Errorf(EINVALID, "job %d has no kind", i)
 		}
+	}
+	return nil
+}
+
+// CheckCluster checks a cluster before a ClusterStore stores it: EINVALID for a nil cluster, one
+// without an id or a system, or a state that is not one JSON value.
+func CheckCluster(c *Cluster) error {
+	switch {
+	case c == nil:
+		return Errorf(EINVALID, "no cluster")
+	case c.ID == "":
+		return Errorf(EINVALID, "a cluster needs an id")
+	case c.System == "":
+		return Errorf(EINVALID, "cluster %q names no memory system", c.ID)
+	case len(c.State) > 0 && !json.Valid(c.State):
+		return Errorf(EINVALID, "the state of cluster %q is not JSON", c.ID)
 	}
 	return nil
 }

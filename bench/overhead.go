@@ -97,6 +97,10 @@ type OverheadConfig struct {
 	Provider      sim.Latency
 	ProviderSteps int
 	StartProxy    StartProxy
+	// ProviderToolTime is how long the replayed agent takes to run its tools before it sends
+	// their results (default 0: at once, which leaves consolidation jobs no time to run between
+	// steps; an agent's real tools take seconds).
+	ProviderToolTime time.Duration
 	// ProviderWindow is the proxy's context window W in the provider run (default 16,000, the
 	// context benchmark's; at least 6,000); the agentic workload is generated at 16 W, and the
 	// run stops early when its steps run out.
@@ -351,8 +355,8 @@ func (r *OverheadReport) zeroLatencyMarkdown(b *strings.Builder) {
 // markdown renders the provider run: time to first byte and total time against the bare proxy,
 // with the targets, then what the steps waited for.
 func (p *OverheadProvider) markdown(b *strings.Builder) {
-	fmt.Fprintf(b, "Provider latency %.0f ms to first byte, %g tokens/s; %d streamed steps of the %s workload, W = %d:\n\n",
-		p.UpstreamTTFTMs, p.UpstreamTokensPerSecond, p.Steps, p.Workload, p.ContextWindow)
+	fmt.Fprintf(b, "Provider latency %.0f ms to first byte, %g tokens/s; %d streamed steps of the %s workload, W = %d, the agent's tools taking %.0f ms:\n\n",
+		p.UpstreamTTFTMs, p.UpstreamTokensPerSecond, p.Steps, p.Workload, p.ContextWindow, p.ToolTimeMs)
 	b.WriteString("| | Hippocam ms | bare ms | ratio | target |\n|---|---:|---:|---:|---|\n")
 	row := func(what string, hip, bare, ratio, target float64) {
 		verdict := "—"
@@ -828,7 +832,9 @@ const (
 // proxy's. The counters are the differences of the proxy's /metrics across the run (0 where the
 // proxy has no such series); the shares divide them by Steps.
 type OverheadProvider struct {
-	UpstreamTTFTMs          float64        `json:"upstream_ttft_ms"`
+	UpstreamTTFTMs float64 `json:"upstream_ttft_ms"`
+	// ToolTimeMs is how long the replayed agent took to run its tools before each tool result.
+	ToolTimeMs              float64        `json:"tool_time_ms"`
 	UpstreamTokensPerSecond float64        `json:"upstream_tokens_per_second"`
 	Workload                string         `json:"workload"`
 	ContextWindow           int            `json:"context_window"`
@@ -1007,7 +1013,7 @@ func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) 
 	}
 	w := Agentic(1, 16*c.ProviderWindow, tok)
 	p := &OverheadProvider{UpstreamTTFTMs: float64(lat.TTFT.Milliseconds()), UpstreamTokensPerSecond: lat.TokensPerSecond,
-		Workload: w.Name, ContextWindow: c.ProviderWindow}
+		Workload: w.Name, ContextWindow: c.ProviderWindow, ToolTimeMs: float64(c.ProviderToolTime.Milliseconds())}
 	var hip, bare [2]timings // time to first content byte, total
 	var history []wire.ChatMessage
 	var pending []string
@@ -1023,6 +1029,9 @@ func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) 
 			m.ToolCallID, pending = pending[0], pending[1:]
 			if history = append(history, m); len(pending) > 0 {
 				continue
+			}
+			if c.ProviderToolTime > 0 {
+				time.Sleep(c.ProviderToolTime) // the agent runs its tools
 			}
 		} else {
 			if len(pending) > 0 {

@@ -27,10 +27,13 @@ const (
 const ConciseMarker = "Write a more concise version"
 
 // JanusOutput is JANUS's answer: closures (top first), openings (broadest first) and guidance.
+//
+// Every field may be left out: a skip is the empty object, so that the decision every main answer
+// waits for (docs/architecture.md §7) is a couple of tokens when nothing changes.
 type JanusOutput struct {
-	Close    []JanusClosure `json:"close"`
-	Open     []JanusOpening `json:"open"`
-	Guidance string         `json:"guidance"`
+	Close    []JanusClosure `json:"close,omitempty"`
+	Open     []JanusOpening `json:"open,omitempty"`
+	Guidance string         `json:"guidance,omitempty"`
 }
 
 // JanusClosure closes the intent with exactly this label.
@@ -109,7 +112,7 @@ var (
 	janusSchema = json.RawMessage(`{"type":"object","properties":{` +
 		`"close":{"type":"array","description":"Intents to close, innermost (top of the stack) first; labels exactly as on the stack.","items":{"type":"object","properties":{"label":{"type":"string"},"evidence":{"type":"string","description":"What in the conversation shows the exit condition was met."}},"required":["label"]}},` +
 		`"open":{"type":"array","description":"Intents to open, broadest first.","items":{"type":"object","properties":{"label":{"type":"string","description":"The purpose."},"reason":{"type":"string","description":"Why it arises now."},"done":{"type":"string","description":"Exit condition: when it succeeds, and when it fails."}},"required":["label","done"]}},` +
-		`"guidance":{"type":"string","description":"First-person guidance for the assistant: what ended, what to pursue next, and when it is done or has failed. Empty when skipping."}},"required":["close","open","guidance"]}`)
+		`"guidance":{"type":"string","description":"First-person guidance for the assistant: what ended, what to pursue next, and when it is done or has failed. Leave it out when skipping."}},"required":[]}`)
 	precipSchema = json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string","description":"The self-contained first-person memory that replaces the closed work."}},"required":["memory"]}`)
 	palimSchema  = json.RawMessage(`{"type":"object","properties":{` +
 		`"narrative":{"type":"string","description":"First person: what I did and what came of it, one undertaking at a time."},` +

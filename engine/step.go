@@ -146,7 +146,7 @@ func (st *step) appendInputs(ctx context.Context) error {
 		st.markFraming()
 	}
 	if st.in.Advisory != "" && firstContact {
-		a := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindAdvisory, Content: st.in.Advisory, ID: st.s.NextID("m")}
+		a := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindAdvisory, Content: hippocam.AdvisoryHeader + "\n" + st.in.Advisory, ID: st.s.NextID("m")}
 		a.Tokens = hippocam.MessageTokens(st.e.tok, &a)
 		st.push(a)
 	}

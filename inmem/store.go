@@ -26,6 +26,10 @@ type Store struct {
 	lastJob  int64
 	// tombstones holds the transcript hashes of deleted sessions.
 	tombstones map[key]bool
+	// clusters holds the learning layer's clusters (clusters.go); lastCluster numbers them in
+	// the order they were created.
+	clusters    map[key]*storedCluster
+	lastCluster int64
 }
 
 type key struct{ tenant, id string }
@@ -44,7 +48,8 @@ type session struct {
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{Now: time.Now, sessions: map[key]*session{}, jobs: map[jobKey]*job{}, tombstones: map[key]bool{}}
+	return &Store{Now: time.Now, sessions: map[key]*session{}, jobs: map[jobKey]*job{}, tombstones: map[key]bool{},
+		clusters: map[key]*storedCluster{}}
 }
 
 func (st *Store) now() time.Time { return st.Now().UTC().Truncate(time.Microsecond) }

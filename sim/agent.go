@@ -30,8 +30,8 @@ const maxPad = 1 << 20
 // the count is checked with the tokenizer anyway.
 var fillerWords = []string{"the", "data", "row", "value", "field", "entry", "item", "note", "list", "line", "page", "word", "text", "part", "unit", "step"}
 
-// agent answers a main-model request.
-func (m *Model) agent(r *request) (answer, error) {
+// agent answers a main-model request; seed is the request's seed (learn_agent.go).
+func (m *Model) agent(r *request, seed int64) (answer, error) {
 	searchCall, searchResult := searchMarks(r)
 	last := -1
 	for i := len(r.msgs) - 1; i >= 0; i-- {
@@ -41,6 +41,7 @@ func (m *Model) agent(r *request) (answer, error) {
 		}
 	}
 	var dirs []line
+	task := r.taskMessage(last)
 	for i := last + 1; i < len(r.msgs); i++ {
 		if !r.directives(i) || searchResult[i] {
 			continue
@@ -49,6 +50,10 @@ func (m *Model) agent(r *request) (answer, error) {
 			switch l.kind {
 			case kindSay, kindPad, kindCall, kindAsk, kindUse:
 				dirs = append(dirs, l)
+			case kindDecide: // only the task's own decisions, never those an advisory quotes
+				if i == task {
+					dirs = append(dirs, l)
+				}
 			}
 		}
 	}
@@ -63,6 +68,8 @@ func (m *Model) agent(r *request) (answer, error) {
 		switch d.kind {
 		case kindSay:
 			text = append(text, d.text)
+		case kindDecide:
+			text = append(text, x.decide(task, &d, seed))
 		case kindPad:
 			pad = min(pad+min(d.n, maxPad), maxPad)
 		case kindCall:

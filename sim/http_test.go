@@ -224,7 +224,7 @@ func TestHTTPErrors(t *testing.T) {
 		{"MalformedJSON", http.MethodPost, "/chat/completions", "", []byte(`{"messages": [`), http.StatusBadRequest},
 		{"WrongShape", http.MethodPost, "/chat/completions", "", []byte(`{"messages": "hi"}`), http.StatusBadRequest},
 		{"NoMessages", http.MethodPost, "/chat/completions", "", []byte(`{"model":"x","messages":[]}`), http.StatusBadRequest},
-		{"UnknownRole", http.MethodPost, "/chat/completions", "judge", good, http.StatusBadRequest},
+		{"UnknownRole", http.MethodPost, "/chat/completions", "oracle", good, http.StatusBadRequest},
 		{"UnknownMessageRole", http.MethodPost, "/chat/completions", "", []byte(`{"messages":[{"role":"robot","content":"hi"}]}`), http.StatusBadRequest},
 		{"ComponentWithoutInstruction", http.MethodPost, "/chat/completions", hippocam.CallPrecip, mustJSON(t, chat(system("p"), assistant("x"))), http.StatusBadRequest},
 		{"WrongMethod", http.MethodGet, "/chat/completions", "", nil, http.StatusMethodNotAllowed},

@@ -88,7 +88,7 @@ func (p *InProcess) answer(req *hippocam.Request) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.m.Answer(req.Role, msgs, tools, req.ToolChoice == "none", digest)
+	return p.m.AnswerSeed(req.Role, msgs, tools, req.ToolChoice == "none", digest, RequestSeed(w.Extra))
 }
 
 // domainResponse is the domain form of a reply.

@@ -24,6 +24,11 @@ const (
 	kindFact                   // KEY := VALUE
 	kindDetail                 // detail KEY := VALUE
 	kindImpression             // detail KEY (in the archive)
+	kindTags                   // tags: T1 T2 … (part 2, learn_agent.go)
+	kindDecide                 // decide KEY: A | B | C
+	kindRoute                  // #route SYSTEM | SCOPE
+	kindAdvice                 // use KEY = VALUE when: … not when: …, avoid KEY = VALUE …
+	kindFeedback               // feedback: KEY = X right / wrong / right, reference KEY = Y
 )
 
 // line is one parsed line. Only the fields of its kind are set.
@@ -41,6 +46,12 @@ type line struct {
 	text        string // !say
 	n           int    // !pad
 	tool, args  string // !call
+
+	tags    []string      // tags:
+	options []string      // decide (with key)
+	route   [2]string     // #route: the system and the scope
+	adv     *advice       // use, avoid
+	fb      *feedbackLine // feedback:
 }
 
 // names reports whether l states a fact, a detail or an impression about key.
@@ -115,6 +126,8 @@ func readControl(l *line, t string) {
 		l.label, l.cond = strings.TrimSpace(label), strings.TrimSpace(cond)
 	} else if rest, ok := cutWord(t, "#close"); ok {
 		l.kind, l.label = kindClose, rest
+	} else if rest, ok := cutWord(t, "#route"); ok {
+		readRoute(l, rest)
 	}
 }
 
@@ -145,6 +158,9 @@ func readAction(l *line, t string) {
 
 // readKnowledge reads facts, details and impressions.
 func readKnowledge(l *line, t string) {
+	if readTaskLine(l, t) {
+		return
+	}
 	if rest, ok := cutWord(t, "detail"); ok {
 		if key, value, ok := splitFact(rest); ok {
 			l.kind, l.key, l.value = kindDetail, key, value

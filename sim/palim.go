@@ -29,6 +29,7 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 	at := map[string]int{}   // item key ("fact KEY" or "impression KEY") -> index in items
 	last := map[string]int{} // item key -> the message that stated it last
 	run := 0
+	var walk adviceWalk // advice lines stay; feedback becomes advice (learn_agent.go)
 	flush := func() {
 		if run > 0 {
 			narrative = append(narrative, runLine(run))
@@ -47,6 +48,11 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 				}
 				own = true
 				narrative = append(narrative, l.body)
+			}
+			if a, ok := walk.see(&l, true); ok {
+				items = keepLater(items, at, a)
+				last[adviceID(&a)] = i
+				continue
 			}
 			var id, fact string
 			switch l.kind {
@@ -70,6 +76,7 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 		}
 	}
 	flush()
+	items = withoutReplaced(items)
 	// Revisions win visibly: a fact whose key an earlier memory in view states otherwise says
 	// which statement it replaces.
 	earlier := r.memoryFacts(lo)
@@ -115,6 +122,9 @@ func fit(items []hippocam.KnowledgeItem, last map[string]int, size int, tok hipp
 		return strings.TrimSuffix(strings.TrimPrefix(it.Fact, "detail "), engine.ImpressionSuffix), false
 	}
 	when := func(it hippocam.KnowledgeItem) int {
+		if l := readLine(it.Fact); l.kind == kindAdvice {
+			return last[adviceID(l.adv)]
+		}
 		k, fact := keyOf(it)
 		if fact {
 			return last["fact "+k]

@@ -23,11 +23,16 @@ func precip(r *request) (answer, error) {
 	memory := []string{finishedLine(closingLabels(instruction))}
 	earlier := r.memoryFacts(lo)
 	var fromDetails, kept []string
+	var walk adviceWalk // advice lines stay; feedback becomes advice (learn_agent.go)
 	for i := lo; i < hi; i++ {
 		if r.recallResult[i] {
 			continue
 		}
 		for _, l := range r.lines(i) {
+			if a, ok := walk.see(&l, true); ok {
+				memory = append(memory, a.text())
+				continue
+			}
 			switch l.kind {
 			case kindFact:
 				memory = append(memory, l.raw)

@@ -70,7 +70,8 @@ func (r *request) lines(i int) []line {
 // and not a recall result.
 func (r *request) directives(i int) bool {
 	role := r.msgs[i].Role
-	return (role == hippocam.RoleUser || role == hippocam.RoleTool) && !r.recallResult[i]
+	return (role == hippocam.RoleUser || role == hippocam.RoleTool) && !r.recallResult[i] &&
+		!strings.HasPrefix(r.msgs[i].Content, hippocam.AdvisoryHeader) // quotes earlier tasks: nothing to do
 }
 
 // offers reports whether the request offers the named tool.

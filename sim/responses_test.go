@@ -258,7 +258,7 @@ func TestHTTPResponsesErrors(t *testing.T) {
 			`input[0].content[0]: unknown content part type "nonsense"`},
 		{"HostedTool", http.MethodPost, "", `{"input":"hi","tools":[{"type":"web_search"}]}`, http.StatusBadRequest, "only function tools are supported"},
 		{"EmptyInput", http.MethodPost, "", `{"input":[]}`, http.StatusBadRequest, "input: at least one item is required"},
-		{"UnknownCallRole", http.MethodPost, "judge", `{"input":"hi"}`, http.StatusBadRequest, "unknown call role"},
+		{"UnknownCallRole", http.MethodPost, "oracle", `{"input":"hi"}`, http.StatusBadRequest, "unknown call role"},
 		{"ComponentWithoutInstruction", http.MethodPost, hippocam.CallPrecip, `{"input":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]}`,
 			http.StatusBadRequest, "must end with the instruction"},
 		{"WrongMethod", http.MethodGet, "", "", http.StatusMethodNotAllowed, "use POST"},

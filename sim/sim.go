@@ -63,7 +63,7 @@ func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.C
 	if err != nil {
 		return nil, err
 	}
-	rep, err := m.Answer(role, msgs, tools, string(req.ToolChoice) == `"none"`, digest)
+	rep, err := m.AnswerSeed(role, msgs, tools, string(req.ToolChoice) == `"none"`, digest, RequestSeed(req.Extra))
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +86,12 @@ type Reply struct {
 // the same usage whatever its format. digest identifies the request (a hex string of at least 24
 // digits, e.g. a SHA-256 of its body without its stream options). Errors as Complete.
 func (m *Model) Answer(role hippocam.CallRole, msgs []hippocam.Message, tools []hippocam.Tool, noTools bool, digest string) (*Reply, error) {
+	return m.AnswerSeed(role, msgs, tools, noTools, digest, 0)
+}
+
+// AnswerSeed is Answer for a request that carries a seed (RequestSeed): the simulated agent's
+// undecided choices depend on it (docs/sim.md, part 2).
+func (m *Model) AnswerSeed(role hippocam.CallRole, msgs []hippocam.Message, tools []hippocam.Tool, noTools bool, digest string, seed int64) (*Reply, error) {
 	role, err := callRole(string(role))
 	if err != nil {
 		return nil, err
@@ -106,8 +112,20 @@ func (m *Model) Answer(role hippocam.CallRole, msgs []hippocam.Message, tools []
 		a, err = precip(r)
 	case hippocam.CallPalim:
 		a, err = palim(r, m.tok)
+	case hippocam.CallJudge:
+		a, err = judge(r)
+	case hippocam.CallInductor:
+		a, err = inductor(r)
+	case hippocam.CallLessons:
+		a, err = lessons(r)
+	case hippocam.CallRBJudge:
+		a, err = rbJudge(r)
+	case hippocam.CallRBExtract:
+		a, err = rbExtract(r)
+	case hippocam.CallRouter:
+		a, err = router(r)
 	default:
-		a, err = m.agent(r)
+		a, err = m.agent(r, seed)
 	}
 	if err != nil {
 		return nil, err
@@ -163,6 +181,12 @@ func callRole(s string) (hippocam.CallRole, error) {
 	case "":
 		return hippocam.CallAgent, nil
 	case hippocam.CallAgent, hippocam.CallJanus, hippocam.CallPrecip, hippocam.CallPalim:
+		return r, nil
+	case hippocam.CallRouter:
+		return r, nil
+	case hippocam.CallJudge, hippocam.CallInductor, hippocam.CallLessons:
+		return r, nil
+	case hippocam.CallRBJudge, hippocam.CallRBExtract:
 		return r, nil
 	}
 	return "", hippocam.Errorf(hippocam.EINVALID, "unknown call role %q; use agent, janus, precip or palim", s)

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	t.Run("Search", func(t *testing.T) { testSearch(t, open) })
 	t.Run("Jobs", func(t *testing.T) { testJobs(t, open) })
 	t.Run("Identity", func(t *testing.T) { testIdentity(t, open) })
+	t.Run("Clusters", func(t *testing.T) { testClusters(t, open) })
 }
 
 func testCreateSession(t *testing.T, open func(t *testing.T) hippocam.Store) {

@@ -27,6 +27,10 @@ const benchUsage = `Usage:
                           [--provider-only]
         the proxy's added latency and throughput, RECALL latency on the stores, and time to
         first byte and total time at a provider's latency against a bare proxy
+  hippocam bench learn [--quick] [--json] [--out DIR] [--streams N] [--tasks N] [--seed N]
+                       [--attempts N] [--context-window N] [--advisory-budget N] [--conditions a,b]
+        generated task streams under every learning condition: reward, cost by role, memory
+        over the stream, routing against the hidden sources
 `
 
 // BenchCommand runs a benchmark, named by the word after "bench": `context` compares context
@@ -37,6 +41,9 @@ type BenchCommand struct {
 
 	// The flags of `bench overhead`.
 	Overhead bench.OverheadConfig
+
+	// The flags of `bench learn`.
+	Learn bench.LearnConfig
 
 	// The flags of `bench context`.
 	Context   bench.Config
@@ -55,7 +62,7 @@ func (c *BenchCommand) ParseFlags(args []string) error {
 			fmt.Fprint(c.Stderr, benchUsage)
 			return flag.ErrHelp
 		}
-		return fmt.Errorf("which benchmark? context or overhead\n\n%s", benchUsage)
+		return fmt.Errorf("which benchmark? context, overhead or learn\n\n%s", benchUsage)
 	}
 	c.What = args[0]
 	switch c.What {
@@ -63,8 +70,10 @@ func (c *BenchCommand) ParseFlags(args []string) error {
 		return c.parseContext(args[1:])
 	case "overhead":
 		return c.parseOverhead(args[1:])
+	case "learn":
+		return c.parseLearn(args[1:])
 	}
-	return fmt.Errorf("unknown benchmark %q: context or overhead", c.What)
+	return fmt.Errorf("unknown benchmark %q: context, overhead or learn", c.What)
 }
 
 // parseOverhead reads the flags of `bench overhead`.
@@ -74,9 +83,10 @@ func (c *BenchCommand) parseOverhead(args []string) error {
 	fs.BoolVar(&c.JSON, "json", false, `print {"proxy": […], "throughput": {…}, "recall": […], "provider": {…}} instead of Markdown`)
 	fs.BoolVar(&c.Overhead.Quick, "quick", false, "small sizes: sessions of 100 and 1k messages, 100k archived messages, 12 provider steps")
 	fs.StringVar(&c.Overhead.PostgresDSN, "postgres", os.Getenv("HIPPOCAM_TEST_POSTGRES"), "Postgres DSN for the RECALL row (env HIPPOCAM_TEST_POSTGRES; empty: skipped); a scratch schema is made and dropped")
-	fs.StringVar(&c.Out, "out", "", "also write overhead.json, overhead.md and the provider run's plots (provider-ttfb.svg, provider-total.svg) into this directory")
+	fs.StringVar(&c.Out, "out", "", "also write overhead.json and overhead.md (provider.json and provider.md with --provider-only) and the provider run's plots (provider-ttfb.svg, provider-total.svg) into this directory")
 	ttft := fs.Int("ttft-ms", int(bench.DefaultProviderTTFT/time.Millisecond), "provider run: milliseconds the upstream waits before its first byte")
 	fs.Float64Var(&c.Overhead.Provider.TokensPerSecond, "tokens-per-second", bench.DefaultProviderTokensPerSecond, "provider run: the upstream's output tokens per second")
+	fs.DurationVar(&c.Overhead.ProviderToolTime, "tool-time", 0, "provider run: how long the replayed agent runs its tools before sending their results (0: at once)")
 	fs.IntVar(&c.Overhead.ProviderSteps, "steps", 0, fmt.Sprintf("provider run: steps of the agentic workload to replay (default %d; quick: %d; at W = 16000 the whole workload is 399)", bench.DefaultProviderSteps, bench.QuickProviderSteps))
 	fs.IntVar(&c.Overhead.ProviderWindow, "context-window", bench.DefaultProviderWindow, "provider run: the proxy's context window W; the workload is generated at 16 W")
 	fs.BoolVar(&c.Overhead.ProviderOnly, "provider-only", false, "run only the provider run")
@@ -125,8 +135,9 @@ func (c *BenchCommand) runOverhead(ctx context.Context) error {
 	return err
 }
 
-// writeOverhead writes the report as overhead.json and overhead.md into dir, with the provider
-// run's two plots, and returns the paths written.
+// writeOverhead writes the report as overhead.json and overhead.md into dir (provider.json and
+// provider.md for a provider-only run, so that it never replaces a full run's figures), with the
+// provider run's two plots, and returns the paths written.
 func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -135,12 +146,16 @@ func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string][]byte{"overhead.json": append(js, '\n'), "overhead.md": []byte(rep.Markdown())}
+	base := "overhead"
+	if len(rep.Proxy) == 0 {
+		base = "provider"
+	}
+	files := map[string][]byte{base + ".json": append(js, '\n'), base + ".md": []byte(rep.Markdown())}
 	if ttfb, total, ok := bench.ProviderPlots(rep.Provider); ok {
 		files["provider-ttfb.svg"], files["provider-total.svg"] = ttfb, total
 	}
 	var paths []string
-	for _, name := range []string{"overhead.json", "overhead.md", "provider-ttfb.svg", "provider-total.svg"} {
+	for _, name := range []string{base + ".json", base + ".md", "provider-ttfb.svg", "provider-total.svg"} {
 		data, ok := files[name]
 		if !ok {
 			continue
@@ -242,6 +257,8 @@ func (c *BenchCommand) Run(ctx context.Context) error {
 		return c.runContext(ctx)
 	case "overhead":
 		return c.runOverhead(ctx)
+	case "learn":
+		return c.runLearn(ctx)
 	}
 	return fmt.Errorf("unknown benchmark %q", c.What)
 }
@@ -344,4 +361,59 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parseLearn reads the flags of `bench learn`.
+func (c *BenchCommand) parseLearn(args []string) error {
+	fs := flag.NewFlagSet("hippocam bench learn", flag.ContinueOnError)
+	fs.SetOutput(c.Stderr)
+	d := bench.DefaultLearnConfig()
+	var conditions string
+	fs.BoolVar(&c.Learn.Quick, "quick", false, fmt.Sprintf("one stream of %d tasks and %d attempts, for CI", bench.QuickLearnTasks, bench.QuickLearnAttempts))
+	fs.BoolVar(&c.JSON, "json", false, `print {"config": {…}, "streams": […], "runs": […], "summary": […], "targets": […]} instead of Markdown`)
+	fs.StringVar(&c.Out, "out", "", "also write learn.json, learn.md, the plots and the streams (stream-SEED.jsonl) into this directory")
+	fs.IntVar(&c.Learn.Streams, "streams", 0, fmt.Sprintf("streams to generate (default %d; quick: %d)", d.Streams, bench.QuickLearnStreams))
+	fs.IntVar(&c.Learn.Tasks, "tasks", 0, fmt.Sprintf("tasks per stream (default %d; quick: %d)", d.Tasks, bench.QuickLearnTasks))
+	fs.Int64Var(&c.Learn.Seed, "seed", d.Seed, "seed of the first stream; the others follow it")
+	fs.IntVar(&c.Learn.Attempts, "attempts", 0, fmt.Sprintf("N, the attempts of best-of-n and lessons (default %d; quick: %d)", d.Attempts, bench.QuickLearnAttempts))
+	fs.IntVar(&c.Learn.Window, "context-window", d.Window, "context window W in tokens")
+	fs.IntVar(&c.Learn.AdvisoryBudget, "advisory-budget", 0, "tokens an advisory may take (default: W/4)")
+	fs.StringVar(&conditions, "conditions", "", "comma-separated conditions to run (default: all)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	c.Learn.Conditions = splitNames(conditions)
+	return c.Learn.Validate()
+}
+
+// runLearn runs the learning benchmark and prints its report; runs that failed are reported and
+// make the command fail at the end.
+func (c *BenchCommand) runLearn(ctx context.Context) error {
+	cfg := c.Learn
+	if isTerminal(c.Stderr) {
+		cfg.Progress = bench.ProgressBar(c.Stderr, "learn")
+	}
+	rep, runErr := bench.RunLearn(ctx, cfg)
+	if rep == nil {
+		return runErr
+	}
+	rep.Commit = bench.BuildRevision()
+	if c.Out != "" {
+		paths, err := rep.WriteDir(c.Out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.Stderr, "wrote %s\n", strings.Join(paths, ", "))
+	}
+	if c.JSON {
+		if err := rep.WriteJSON(c.Stdout); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprint(c.Stdout, rep.Markdown())
+	}
+	return runErr
 }

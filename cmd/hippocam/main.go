@@ -35,12 +35,14 @@ Usage:
         the OpenAI-compatible proxy that gives any agent Hippocam memory, with REST API and viewer
   hippocam serve --demo
         the same, offline: the simulated model upstream and a bundled scenario replayed into it
-  hippocam sim --addr HOST:PORT
+  hippocam sim --addr HOST:PORT [--ttft-ms N] [--tokens-per-second R]
         serve the simulated OpenAI-compatible model
   hippocam bench context [--quick] [--json] [--out DIR] [--context-window N] [--seed N]
         compare Hippocam with the baseline context policies on generated workloads, offline
-  hippocam bench overhead [--json]
+  hippocam bench overhead [--json] [--ttft-ms N --tokens-per-second R] [--steps N] [--provider-only]
         the proxy's added latency and throughput, and RECALL latency on the stores
+  hippocam learn --stream FILE [--conditions a,b] [--attempts N] [--context-window W] [--advisory-budget TOKENS] [--json]
+        run a task stream under each learning condition with the simulated model, offline
   hippocam version
 
 Run 'hippocam COMMAND -h' for a command's flags.
@@ -63,6 +65,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = &SimCommand{Stdout: stdout, Stderr: stderr}
 	case "bench":
 		cmd = &BenchCommand{Stdout: stdout, Stderr: stderr}
+	case "learn":
+		cmd = &LearnCommand{Stdout: stdout, Stderr: stderr}
 	case "version":
 		fmt.Fprintln(stdout, "hippocam", Version)
 		return 0

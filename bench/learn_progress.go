@@ -1,0 +1,37 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+)
+
+// ProgressBar returns a progress function that redraws one line on w, in place, as a bar with
+// the share done and the counts: `learn [#########...........]  45% 1440/3200`. It draws only
+// when the bar or the percentage changes, and ends the line when done reaches total. It is safe
+// for concurrent use. Callers give it a terminal only.
+func ProgressBar(w io.Writer, label string) func(done, total int) {
+	const width = 30
+	var mu sync.Mutex
+	last, finished := "", false
+	return func(done, total int) {
+		if total <= 0 {
+			return
+		}
+		done = min(max(done, 0), total)
+		filled := done * width / total
+		line := fmt.Sprintf("\r%s [%s%s] %3d%% %d/%d", label, strings.Repeat("#", filled), strings.Repeat(".", width-filled), done*100/total, done, total)
+		mu.Lock()
+		defer mu.Unlock()
+		key := line[:strings.LastIndexByte(line, ']')+5] // the bar and the percentage
+		if finished || (key == last && done < total) {
+			return
+		}
+		last = key
+		if done == total {
+			line, finished = line+"\n", true
+		}
+		io.WriteString(w, line)
+	}
+}

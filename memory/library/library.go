@@ -1,0 +1,57 @@
+// Package library names the memory systems a router may choose from (docs/learning.md §2) and
+// builds them by id: icl, reasoning_bank, lessons and hippocam.
+package library
+
+import (
+	"strings"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/hippocamsys"
+	"github.com/hippocam/hippocam/memory/icl"
+	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/reasoningbank"
+)
+
+// names lists the systems in the order a library offers them.
+var names = []string{icl.Name, reasoningbank.Name, lessons.Name, hippocamsys.Name}
+
+// Names returns the ids of every system, in the order a library offers them.
+func Names() []string { return append([]string(nil), names...) }
+
+// New builds the system with the given id over env. EINVALID for an id that names no system.
+func New(name string, env *learn.Env) (hippocam.MemorySystem, error) {
+	switch name {
+	case icl.Name:
+		return icl.New(env), nil
+	case reasoningbank.Name:
+		return reasoningbank.New(env), nil
+	case lessons.Name:
+		return lessons.New(env), nil
+	case hippocamsys.Name:
+		return hippocamsys.New(env), nil
+	}
+	return nil, hippocam.Errorf(hippocam.EINVALID, "unknown memory system %q; the library has %s", name, strings.Join(names, ", "))
+}
+
+// Library builds the systems with the given ids, in that order (nil or empty: every system).
+// EINVALID for an unknown id or one given twice.
+func Library(env *learn.Env, ids []string) ([]hippocam.MemorySystem, error) {
+	if len(ids) == 0 {
+		ids = names
+	}
+	seen := map[string]bool{}
+	systems := make([]hippocam.MemorySystem, 0, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "memory system %q is listed twice", id)
+		}
+		seen[id] = true
+		s, err := New(id, env)
+		if err != nil {
+			return nil, err
+		}
+		systems = append(systems, s)
+	}
+	return systems, nil
+}
