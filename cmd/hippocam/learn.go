@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/memory/lessons"
 )
 
 // LearnCommand runs a stream of tasks under each learning condition, offline, with the
@@ -24,6 +25,9 @@ type LearnCommand struct {
 	Window     int
 	Budget     int
 	JSON       bool
+	// LessonsOut, when set, receives the lessons file (Markdown, memory/lessons.Export) the
+	// lessons condition learned, so that it can be read, edited and imported.
+	LessonsOut string
 
 	Stdout, Stderr io.Writer
 }
@@ -43,6 +47,7 @@ func (c *LearnCommand) ParseFlags(args []string) error {
 	fs.IntVar(&c.Window, "context-window", stream.DefaultWindow, "context window W of every task's session, in tokens")
 	fs.IntVar(&c.Budget, "advisory-budget", 0, "most tokens of an advisory and of a hippocam cluster's context (default W/4)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object instead of a table")
+	fs.StringVar(&c.LessonsOut, "lessons-out", "", "write the lessons the lessons condition learned to this Markdown file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,6 +112,11 @@ func (c *LearnCommand) Run(ctx context.Context) error {
 			return fmt.Errorf("condition %s: %w", c.Conditions[i], err)
 		}
 	}
+	if c.LessonsOut != "" {
+		if err := c.writeLessons(results); err != nil {
+			return err
+		}
+	}
 	if c.JSON {
 		enc := json.NewEncoder(c.Stdout)
 		enc.SetEscapeHTML(false)
@@ -139,3 +149,24 @@ func (c *LearnCommand) printTable(tasks int, results []*stream.Result) {
 
 // Close releases nothing: every run keeps its store in memory.
 func (c *LearnCommand) Close() error { return nil }
+
+// writeLessons exports the lessons condition's cluster to LessonsOut.
+func (c *LearnCommand) writeLessons(results []*stream.Result) error {
+	for _, r := range results {
+		if r.Condition != "lessons" {
+			continue
+		}
+		for _, cl := range r.ClusterStates {
+			if cl.System != lessons.Name {
+				continue
+			}
+			md, err := lessons.Export(cl.State)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(c.LessonsOut, md, 0o644)
+		}
+		return fmt.Errorf("--lessons-out: the lessons condition kept no lessons cluster")
+	}
+	return fmt.Errorf("--lessons-out needs the lessons condition among --conditions")
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/memory/lessons"
 )
 
 // learnStream is the small stream bundled for the runner's own tests.
@@ -93,5 +96,40 @@ func TestLearnBadInput(t *testing.T) {
 	}
 	if _, _, code := runMain(t, "learn"); code != 2 {
 		t.Fatalf("no --stream: exit %d, want 2", code)
+	}
+}
+
+// --lessons-out writes the lessons the lessons condition learned as a Markdown file that the
+// lessons package reads; importing it again then changes nothing.
+func TestLearnLessonsOut(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "lessons.md")
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"learn", "--stream", "../../learn/stream/testdata/small.jsonl", "--conditions", "lessons", "--lessons-out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	md, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(md, []byte("# Lessons")) || !bytes.Contains(md, []byte("\n## L1: ")) {
+		t.Fatalf("lessons file:\n%s", md)
+	}
+	state, err := lessons.Import(nil, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md2, err := lessons.Export(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(md2, []byte("\n## L1: ")) {
+		t.Fatalf("the imported lessons exported as:\n%s", md2)
+	}
+	state2, err := lessons.Import(state, md2)
+	if err != nil || !bytes.Equal(state2, state) {
+		t.Fatalf("importing the export again changed the state (%v)", err)
+	}
+	if code := Main(context.Background(), []string{"learn", "--stream", "../../learn/stream/testdata/small.jsonl", "--conditions", "stateless", "--lessons-out", out}, &stdout, &stderr); code == 0 {
+		t.Fatal("--lessons-out without the lessons condition succeeded")
 	}
 }

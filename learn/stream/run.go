@@ -83,6 +83,9 @@ func (c Config) Validate() error {
 // Result is what one condition did over a stream. Its JSON is one entry of `hippocam learn
 // --json`'s results.
 type Result struct {
+	// ClusterStates are the clusters as the stream left them (not in the JSON output): what a
+	// caller exports, e.g. the lessons file of the lessons condition.
+	ClusterStates []hippocam.Cluster `json:"-"`
 	Condition string `json:"condition"`
 	// Tasks counts the stream's tasks, ScoredTasks those with an item to score; Attempts is N
 	// for this condition.
@@ -426,7 +429,7 @@ func (r *runner) finish(ctx context.Context, tasks []Task) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.Clusters = len(cs)
+	res.Clusters, res.ClusterStates = len(cs), cs
 	if n := len(res.Entries); n > 0 {
 		res.MemoryEntries = res.Entries[n-1]
 	}
