@@ -86,7 +86,7 @@ type Result struct {
 	// ClusterStates are the clusters as the stream left them (not in the JSON output): what a
 	// caller exports, e.g. the lessons file of the lessons condition.
 	ClusterStates []hippocam.Cluster `json:"-"`
-	Condition string `json:"condition"`
+	Condition     string             `json:"condition"`
 	// Tasks counts the stream's tasks, ScoredTasks those with an item to score; Attempts is N
 	// for this condition.
 	Tasks       int `json:"tasks"`
