@@ -80,7 +80,7 @@ type RouterAnswer struct {
 }
 
 var routerSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"action":{"type":"string","enum":["reuse","create"],"description":"reuse an existing cluster, or create a new one"},` +
+	`"action":{"type":"string","enum":["reuse","create"],"description":"reuse: keep using a cluster that exists; create: start a new one"},` +
 	`"cluster":{"type":["string","null"],"description":"for reuse: the id of the existing cluster"},` +
 	`"system":{"type":["string","null"],"description":"for create: the id of one of the offered memory systems"},` +
 	`"scope":{"type":["string","null"],"description":"for create: which future tasks should share the new cluster"},` +
