@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"context"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -100,7 +98,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	out := sessionJSON{ID: sess.ID, CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, Version: sess.Version,
 		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
-		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(total(sess.Usage)), Consolidations: sess.Consolidations,
+		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations,
 		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork}
 	if out.Stack == nil {
 		out.Stack = hippocam.IntentStack{}
@@ -115,22 +113,6 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 		out.Usage[role] = usageOf(u)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// total sums the usage of every role in the order of their names: floating-point sums depend
-// on their order, and a map's changes from one iteration to the next, so that the same session
-// would otherwise render different totals.
-func total(u hippocam.Usage) hippocam.RoleUsage {
-	var t hippocam.RoleUsage
-	for _, role := range slices.Sorted(maps.Keys(u)) {
-		x := u[role]
-		t.Calls += x.Calls
-		t.Input += x.Input
-		t.CachedInput += x.CachedInput
-		t.Output += x.Output
-		t.CostUSD += x.CostUSD
-	}
-	return t
 }
 
 // getNode is GET /api/sessions/{id}/nodes/{ref}: one layer of the tree.
