@@ -117,16 +117,7 @@ func (st *step) absorbedCheck(ctx context.Context, id string) error {
 			continue
 		}
 		lo, hi := wholeExchanges(st.s.Context, r.lo, at)
-		memories := 0
-		for _, m := range st.s.Context[lo:hi] {
-			if m.Kind == hippocam.KindIntentMemory {
-				memories++
-			}
-		}
-		if memories >= st.e.cfg.MinIntentMems && tokens(st.s.Context[lo:hi]) >= st.e.cfg.MinPrefix {
-			return st.fold(ctx, lo, hi)
-		}
-		return nil
+		return st.foldIfDue(ctx, lo, hi)
 	}
 	return nil
 }

@@ -170,16 +170,22 @@ func (st *step) ordinaryCheck(ctx context.Context, id string) error {
 			continue
 		}
 		lo, hi := st.eligible(r, st.tailStart(true))
-		memories := 0
-		for _, m := range st.s.Context[lo:hi] {
-			if m.Kind == hippocam.KindIntentMemory {
-				memories++
-			}
+		return st.foldIfDue(ctx, lo, hi)
+	}
+	return nil
+}
+
+// foldIfDue folds [lo, hi) when it holds enough: at least E_min intent memories and T_min tokens
+// (the ordinary check's condition).
+func (st *step) foldIfDue(ctx context.Context, lo, hi int) error {
+	memories := 0
+	for _, m := range st.s.Context[lo:hi] {
+		if m.Kind == hippocam.KindIntentMemory {
+			memories++
 		}
-		if memories >= st.e.cfg.MinIntentMems && tokens(st.s.Context[lo:hi]) >= st.e.cfg.MinPrefix {
-			return st.fold(ctx, lo, hi)
-		}
-		return nil
+	}
+	if memories >= st.e.cfg.MinIntentMems && tokens(st.s.Context[lo:hi]) >= st.e.cfg.MinPrefix {
+		return st.fold(ctx, lo, hi)
 	}
 	return nil
 }
