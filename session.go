@@ -111,6 +111,10 @@ func (s *Session) Clone() *Session {
 		}
 		c.Pending = &p
 	}
+	if l := s.Transcript.Learning; l != nil {
+		cl := *l
+		c.Transcript.Learning = &cl
+	}
 	return &c
 }
 
@@ -178,6 +182,36 @@ type Transcript struct {
 	// store keeps it without a column of its own). The next JANUS call reviews the messages
 	// after it, so a call that failed loses no directive. Empty: nothing reviewed yet.
 	JanusCovered string `json:"janus_covered,omitempty"`
+	// Learning is the session as a task of the learning layer (docs/learning.md): how it was
+	// routed, what advisory it got, and whether it has ended. It rides in this snapshot field
+	// too. Nil: learning was off for it.
+	Learning *TaskLearning `json:"learning,omitempty"`
+}
+
+// TaskLearning is what the learning layer recorded on a session.
+type TaskLearning struct {
+	// Key groups the attempts of one problem (the Hippocam-Task header); empty: the session id.
+	Key string `json:"key,omitempty"`
+	// Cluster is the cluster the task was routed to ("" when it ran stateless), System its
+	// memory system, and Decision how it was chosen: "reuse", "create", "pinned", "global" or
+	// "stateless" (the router gave up, or nothing was offered). Reason is the router's.
+	Cluster  string `json:"cluster,omitempty"`
+	System   string `json:"system,omitempty"`
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	// Advisory is the text read out of the cluster for the task, and AdvisoryTokens its size.
+	Advisory       string `json:"advisory,omitempty"`
+	AdvisoryTokens int    `json:"advisory_tokens,omitempty"`
+	// Ended is set by the task's outcome; Feedback is its text, and Success and Reward what the
+	// client reported (kept for measurement, never shown to a learning component).
+	Ended    bool      `json:"ended,omitempty"`
+	EndedAt  time.Time `json:"ended_at,omitzero"`
+	Feedback string    `json:"feedback,omitempty"`
+	Success  *bool     `json:"success,omitempty"`
+	Reward   *float64  `json:"reward,omitempty"`
+	// Attempts is how many attempts of Key the client said there are (lessons learn from all of
+	// them at once); 0: one.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Fork records the origin of a session that continues a diverging history: the session it

@@ -75,6 +75,12 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 		tooLittle: &spanMemo{m: map[string]struct{}{}}}, nil
 }
 
+// Tokens counts text with the engine's tokenizer.
+func (e *Engine) Tokens(text string) int { return e.tok.Count(text) }
+
+// Tokenizer is the engine's tokenizer.
+func (e *Engine) Tokenizer() hippocam.Tokenizer { return e.tok }
+
 // Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 

@@ -71,9 +71,10 @@ func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant,
 	n, _ := strconv.Atoi(r.Header.Get(retryCountHeader))
 	req := &sessions.Request{Tenant: tenant, Name: name, Conversation: conv, Retry: n > 0,
 		Key: r.Header.Get(idempotencyKeyHeader), Received: time.Now()}
+	learnHeaders(r, req)
 	if st != nil {
 		st.position = len(conv.Messages)
-		req.OnStart, req.OnText = st.start, st.text
+		req.OnStart, req.OnText, req.OnRoute = st.start, st.text, st.route
 	}
 	ctx, cancel := detach(r.Context(), s.cfg.DetachedStepTimeout)
 	res, err := s.cfg.Sessions.Continue(ctx, req)
@@ -87,6 +88,9 @@ func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant,
 	if st == nil || !st.begun() {
 		w.Header().Set(SessionHeader, res.Session.ID)
 		w.Header().Set(EventHeader, string(res.Event))
+		if res.Learning != nil {
+			w.Header().Set(ClusterHeader, res.Learning.Cluster)
+		}
 	}
 	if m := s.cfg.Metrics; m != nil {
 		m.observeResult(res)

@@ -71,10 +71,12 @@ type answerStream struct {
 	length  int             // bytes of text queued
 	peak    int             // the most bytes pending at once (tests check the bound)
 	id      *streamID       // set by start
-	closed  bool            // Continue returned: no more pieces
-	failed  error           // the first write error; nothing more is written
-	wake    chan struct{}   // tells the writer there is text or the stream closed
-	done    chan struct{}   // closed when the writer goroutine ends; nil if it never started
+	cluster string          // set by route: the task's cluster, named in the headers
+	routed  bool
+	closed  bool          // Continue returned: no more pieces
+	failed  error         // the first write error; nothing more is written
+	wake    chan struct{} // tells the writer there is text or the stream closed
+	done    chan struct{} // closed when the writer goroutine ends; nil if it never started
 
 	// opened is set by the writer goroutine once it wrote the stream's opening; the handler
 	// reads it after close.
@@ -95,6 +97,14 @@ func (a *answerStream) start(session string, event sessions.Event) {
 	a.id = &streamID{session: session, answer: positionKey(a.position), event: event, created: time.Now().Unix()}
 	a.done = make(chan struct{})
 	go a.run()
+}
+
+// route is the service's OnRoute: the cluster the task start was routed to, named in the
+// stream's headers.
+func (a *answerStream) route(cluster string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cluster, a.routed = cluster, true
 }
 
 // text is the service's OnText: it queues a piece and returns at once.
@@ -151,6 +161,9 @@ func (a *answerStream) run() {
 func (a *answerStream) write(text string) error {
 	if !a.opened {
 		a.w.Header().Set(SessionHeader, a.id.session)
+		if a.routed {
+			a.w.Header().Set(ClusterHeader, a.cluster)
+		}
 		a.w.Header().Set(EventHeader, string(a.id.event))
 		if err := a.format.open(*a.id); err != nil {
 			return err

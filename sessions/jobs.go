@@ -41,10 +41,14 @@ type Stats struct {
 	SpeculationStood, SpeculationRedone int64
 	// JobsDone counts jobs run to the end; JobsFailed runs that failed and were put back.
 	JobsDone, JobsFailed int64
+	// Stateless counts task starts the router could not route (they ran without memory);
+	// Learned the cluster updates from ended tasks.
+	Stateless, Learned int64
 }
 
 type stats struct {
 	waitsRunning, waitsInline, stood, redone, jobsDone, jobsFailed atomic.Int64
+	stateless, learned                                             atomic.Int64
 }
 
 // Stats returns the service's counters.
@@ -53,6 +57,7 @@ func (s *Service) Stats() Stats {
 		WaitsRunning: s.stats.waitsRunning.Load(), WaitsInline: s.stats.waitsInline.Load(),
 		SpeculationStood: s.stats.stood.Load(), SpeculationRedone: s.stats.redone.Load(),
 		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
+		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(),
 	}
 }
 
@@ -170,6 +175,8 @@ func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
 		if s.observe != nil && hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
 			s.observe(res, err)
 		}
+	case JobLearn:
+		err = s.learnFrom(jctx, j.Tenant, j.Session)
 	default:
 		s.log.Error("a job of an unknown kind; dropped", "kind", j.Kind, logTenant, j.Tenant, logSession, j.Session)
 	}

@@ -39,6 +39,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/learn"
 )
 
 // DefaultMaxForks bounds the forks of one session name when Config.MaxForks is zero. It is
@@ -69,6 +70,15 @@ type Config struct {
 	Workers  int
 	JobPoll  time.Duration
 	JobLease time.Duration
+	// Learn is LearnOff (the default), LearnGlobal (one cluster for every task) or LearnRouted
+	// (the router picks or creates a cluster per task; learning.go). Systems is the library of
+	// memory systems offered (the first is the system of the global cluster and of pinned
+	// clusters created on the fly), LearnEnv the model the router and the systems call, and
+	// AdvisoryBudget the most tokens of an advisory (default a quarter of the engine's window).
+	Learn          string
+	Systems        []hippocam.MemorySystem
+	LearnEnv       *learn.Env
+	AdvisoryBudget int
 }
 
 // Service continues sessions from agents' requests. It is safe for concurrent use.
@@ -106,6 +116,19 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.JobLease <= 0 {
 		cfg.JobLease = defaultJobLease
+	}
+	switch cfg.Learn {
+	case "":
+		cfg.Learn = LearnOff
+	case LearnOff, LearnGlobal, LearnRouted:
+	default:
+		return nil, hippocam.Errorf(hippocam.EINVALID, "sessions: learning mode %q: use off, global or routed", cfg.Learn)
+	}
+	if cfg.Learn != LearnOff && (len(cfg.Systems) == 0 || cfg.LearnEnv == nil) {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "sessions: learning needs memory systems and a model for them")
+	}
+	if cfg.AdvisoryBudget <= 0 {
+		cfg.AdvisoryBudget = cfg.Engine.Config().Window / 4
 	}
 	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages),
 		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]int{}}}, nil
@@ -157,6 +180,15 @@ type Request struct {
 	// the request relates to it: a streaming transport names them (its response headers and
 	// ids) before the first piece of text. It must not block.
 	OnStart func(session string, event Event)
+	// LearnOff opts this task out of learning (the Hippocam-Learn: off header); Cluster pins
+	// its cluster, by id or by scope, created when absent (Hippocam-Cluster); TaskKey groups
+	// the attempts of one problem (Hippocam-Task). They count on a session's first request only.
+	LearnOff bool
+	Cluster  string
+	TaskKey  string
+	// OnRoute, when set, is called with the cluster a task start was routed to ("" for a task
+	// that runs stateless), before OnStart: a streaming transport names it in its headers.
+	OnRoute func(cluster string)
 }
 
 // Result is what a request produced.
@@ -172,6 +204,9 @@ type Result struct {
 	// Waited is set when the request had to wait for its session's consolidation job, which
 	// was running when it arrived.
 	Waited bool
+	// Learning is the task's routing and advisory when the request started a task with
+	// learning on (nil otherwise).
+	Learning *hippocam.TaskLearning
 }
 
 // CheckName returns an EINVALID error for a session name the service refuses: empty, longer
@@ -221,6 +256,15 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 			return nil, fmt.Errorf("retry: %w", err)
 		}
 		return &Result{Session: plan.sess, Event: EventRetried, Answer: *m}, nil
+	}
+	if l := plan.sess.Transcript.Learning; l != nil && l.Ended {
+		return nil, hippocam.Errorf(hippocam.ECONFLICT, "session %q has ended: its outcome was reported; start a new session for a new task", plan.sess.ID)
+	}
+	if plan.fresh && plan.event == EventCreated {
+		plan.task = s.startTask(ctx, h, plan.sess)
+		if plan.task != nil && req.OnRoute != nil {
+			req.OnRoute(plan.task.Cluster)
+		}
 	}
 	if req.OnStart != nil {
 		req.OnStart(plan.sess.ID, plan.event)
@@ -326,6 +370,8 @@ type plan struct {
 	sess  *hippocam.Session
 	event Event
 	fresh bool // not stored yet: created with the step's commit
+	// task is a task start's routing and advisory (learning.go), nil otherwise.
+	task *hippocam.TaskLearning
 }
 
 // resolve finds the session the history continues, or decides the new one it starts. A new
@@ -541,6 +587,9 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 		}
 		in.History, in.Messages = unseen[:last+1], unseen[last+1:]
 	}
+	if p.task != nil {
+		in.Advisory = p.task.Advisory
+	}
 	res, err := s.cfg.Engine.Step(ctx, sess, hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.ID), in)
 	if err != nil {
 		s.recordFailedUsage(ctx, sess, p.fresh, engine.UsageOf(err))
@@ -552,6 +601,9 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	next.Transcript.PrevCount, next.Transcript.PrevHash = n, before
 	next.Transcript.Answer, next.Transcript.RequestKey = res.Answer.ID, h.Key
 	next.Transcript.Framing, next.Transcript.FramingHash = conv.Framing, h.framing
+	if p.task != nil {
+		next.Transcript.Learning = p.task
+	}
 	next.UpdatedAt = time.Now().UTC()
 	if p.fresh {
 		if err := s.cfg.Store.CreateSession(ctx, sess); err != nil {
@@ -569,7 +621,7 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 		s.kick()
 	}
 	s.log.Debug("step", logTenant, h.Tenant, logSession, sess.ID, logEvent, string(p.event))
-	return &Result{Session: next, Event: p.event, Answer: res.Answer, Usage: res.Usage[hippocam.CallAgent], Step: res}, nil
+	return &Result{Session: next, Event: p.event, Answer: res.Answer, Usage: res.Usage[hippocam.CallAgent], Step: res, Learning: p.task}, nil
 }
 
 // recordFailedUsage keeps what a failed step's model calls consumed (they were paid for): on a
@@ -605,6 +657,16 @@ func (s *Service) Delete(ctx context.Context, tenant, id string) error {
 	s.cache.drop(tenant, id)
 	err := s.cfg.Store.DeleteSession(ctx, tenant, id)
 	s.cache.drop(tenant, id)
+	if err == nil && len(s.cfg.Systems) > 0 {
+		// Retention: what the session taught a cluster leaves it too (docs/learning.md).
+		kept, ferr := learn.Forget(ctx, s.cfg.Store, s.cfg.Systems, tenant, []string{id})
+		if ferr != nil {
+			s.log.Warn("learning: removing a deleted session from its clusters failed", logTenant, tenant, logSession, id, "error", ferr)
+		}
+		if len(kept) > 0 {
+			s.log.Warn("learning: clusters whose system cannot forget still hold the deleted session", logTenant, tenant, logSession, id, "clusters", kept)
+		}
+	}
 	return err
 }
 

@@ -21,6 +21,8 @@ import (
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
 	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/postgres"
 	"github.com/hippocam/hippocam/replay"
@@ -65,6 +67,11 @@ type ServeCommand struct {
 	// SQLiteSynchronous is SQLite's synchronous setting (FULL, or NORMAL: about twice the
 	// commits per second under concurrency, but a power loss may lose the last commits).
 	SQLiteSynchronous string
+	// Learn is off, global or routed (docs/learning.md); Systems the memory systems offered;
+	// AdvisoryBudget the most tokens of an advisory (0: a quarter of W).
+	Learn          string
+	Systems        string
+	AdvisoryBudget int
 
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
@@ -113,6 +120,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&c.JobLease, "job-lease", defaultJobLease, "how long a claimed consolidation job stays with its worker without renewal (a server killed mid-job leaves it to others that long)")
 	fs.IntVar(&c.Workers, "workers", 2, "how many consolidation jobs run at once")
+	fs.StringVar(&c.Learn, "learn", env("HIPPOCAM_LEARN", "off"), "learning across tasks: off, global (one cluster) or routed (the router picks a cluster per task) (env HIPPOCAM_LEARN)")
+	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated")
+	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of a task's advisory (default W/4)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
 	speculate := fs.Bool("speculate", true, "start the main model's call together with JANUS; it is made again only when JANUS changes the context")
@@ -215,8 +225,15 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		fmt.Fprintf(c.Stdout, "no --keys given: authentication is off, so Hippocam listens on loopback only (%s)\n", addr)
 	}
 	metrics := httpapi.NewMetrics()
+	lenv := &learn.Env{Model: upstream, Tok: tok, ModelName: c.Model, Log: log}
+	var systems []hippocam.MemorySystem
+	if c.Learn != sessions.LearnOff {
+		if systems, err = library.Library(lenv, splitList(c.Systems)); err != nil {
+			return fmt.Errorf("--systems: %w", err)
+		}
+	}
 	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log, JobLease: c.JobLease,
-		Workers: c.Workers, Inline: c.InlineConsolidation})
+		Workers: c.Workers, Inline: c.InlineConsolidation, Learn: c.Learn, Systems: systems, LearnEnv: lenv, AdvisoryBudget: c.AdvisoryBudget})
 	if err != nil {
 		return err
 	}
@@ -350,4 +367,15 @@ func readKeys(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("--keys %s: no keys in the file", path)
 	}
 	return keys, nil
+}
+
+// splitList reads a comma-separated list, without empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -1,0 +1,98 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/httpapi"
+	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/library"
+	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/sessions"
+	"github.com/hippocam/hippocam/sqlite"
+	"github.com/hippocam/hippocam/tokenizer"
+)
+
+// newLearningServer is newServer with routed learning over every memory system.
+func newLearningServer(t *testing.T, keys map[string]string) *testServer {
+	t.Helper()
+	up := newUpstream(t)
+	cfg := openai.DefaultConfig()
+	cfg.BaseURL, cfg.Model, cfg.MaxRetries = up.URL+"/v1", "hippocam-sim", 0
+	model, err := openai.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := tokenizer.MustDefault()
+	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sqlite.New(t.TempDir() + "/h.db")
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	env := &learn.Env{Model: model, Tok: tok}
+	systems, err := library.Library(env, library.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: db, Inline: true, Learn: sessions.LearnRouted, Systems: systems, LearnEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: db, Sessions: svc, Upstream: model, Keys: keys, Metrics: httpapi.NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return &testServer{Server: ts, store: db, up: up}
+}
+
+// Through HTTP: a task start names its cluster in Hippocam-Cluster (streamed or not); the
+// outcome ends it (202 queued, or 200 with ?wait=1), a second outcome and a request to the
+// ended session are 409s, bad bodies 400s, another tenant's session a 404.
+func TestOutcomeOverHTTP(t *testing.T) {
+	keys := map[string]string{"k-acme": "acme", "k-other": "other"}
+	s := newLearningServer(t, keys)
+	chat := func(key, session string, stream bool, text string) reply {
+		t.Helper()
+		body, _ := json.Marshal(wire.ChatRequest{Model: "m", Stream: stream, Messages: []wire.ChatMessage{{Role: "user", Content: wire.StringContent(text)}}})
+		return s.do(t, "POST", "/v1/chat/completions", key, session, body, httpapi.TaskHeader, "sales")
+	}
+	for i, stream := range []bool{false, true} {
+		id := []string{"t-plain", "t-streamed"}[i]
+		r := chat("k-acme", id, stream, salesTaskText)
+		if r.status != 200 || r.header.Get(httpapi.ClusterHeader) == "" {
+			t.Fatalf("%s: status %d, cluster header %q: %s", id, r.status, r.header.Get(httpapi.ClusterHeader), r.body)
+		}
+	}
+	out := s.do(t, "POST", "/api/sessions/t-plain/outcome", "k-acme", "", []byte(`{"feedback":"feedback: status_filter = all wrong","success":false,"reward":0}`))
+	if out.status != 202 || !strings.Contains(string(out.body), `"update":"queued"`) {
+		t.Fatalf("outcome: %d %s", out.status, out.body)
+	}
+	out = s.do(t, "POST", "/api/sessions/t-streamed/outcome?wait=1", "k-acme", "", []byte(`{"feedback":"feedback: status_filter = all wrong"}`))
+	if out.status != 200 || !strings.Contains(string(out.body), `"update":"done"`) {
+		t.Fatalf("outcome ?wait=1: %d %s", out.status, out.body)
+	}
+	if r := s.do(t, "POST", "/api/sessions/t-streamed/outcome", "k-acme", "", []byte(`{"feedback":"again"}`)); r.status != 409 {
+		t.Fatalf("second outcome: %d %s", r.status, r.body)
+	}
+	for _, body := range []string{`{}`, `{"feedback":""}`, `not json`, `{"feedback":"x","extra":1}`} {
+		if r := s.do(t, "POST", "/api/sessions/t-plain/outcome", "k-acme", "", []byte(body)); r.status != 400 && r.status != 409 {
+			t.Fatalf("outcome %s: %d %s, want a 4xx", body, r.status, r.body)
+		}
+	}
+	if r := s.do(t, "POST", "/api/sessions/t-plain/outcome", "k-other", "", []byte(`{"feedback":"x"}`)); r.status != 404 {
+		t.Fatalf("another tenant's outcome: %d %s", r.status, r.body)
+	}
+}
+
+const salesTaskText = "Sales report\ntags: revenue weekly\ndecide status_filter: shipped | all | pending"

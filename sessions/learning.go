@@ -1,0 +1,296 @@
+package sessions
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/learn"
+)
+
+// Learning in the proxy (docs/learning.md §4). With Config.Learn on, a session's first request is
+// a task start: the task is routed to a cluster (or the global one, or the one the client pins),
+// the cluster's memory system reads an advisory for it, and the advisory enters the context
+// before the task's first message; the decision rides on the session (Transcript.Learning). The
+// task ends with its outcome (EndTask): the feedback is appended, the session is marked ended, and
+// a hippocam.JobLearn job, queued in the same transaction, updates the cluster from the
+// trajectory (learn.Apply: idempotent by trajectory id, version-checked, retried on conflicts).
+
+// Learning modes (Config.Learn).
+const (
+	LearnOff    = "off"
+	LearnGlobal = "global"
+	LearnRouted = "routed"
+)
+
+// JobLearn is the kind of the job that updates a cluster from an ended task.
+const JobLearn = "learn"
+
+// MaxFeedbackBytes bounds an outcome's feedback text.
+const MaxFeedbackBytes = 64 << 10
+
+// globalCluster is the id and scope of the one cluster of LearnGlobal.
+const (
+	globalCluster = "global"
+	globalScope   = "every task"
+)
+
+// Outcome is how a task ended, as its client reports it: feedback text (required; the only
+// part a learning component ever sees), and optionally success and a reward (kept for
+// measurement), and how many attempts of its task key there are.
+type Outcome struct {
+	Feedback string   `json:"feedback"`
+	Success  *bool    `json:"success,omitempty"`
+	Reward   *float64 `json:"reward,omitempty"`
+	Attempts int      `json:"attempts,omitempty"`
+}
+
+// learning reports whether the service learns at all.
+func (s *Service) learning() bool {
+	return s.cfg.Learn == LearnGlobal || s.cfg.Learn == LearnRouted
+}
+
+// system returns the offered memory system with that name, or nil.
+func (s *Service) system(name string) hippocam.MemorySystem {
+	for _, sys := range s.cfg.Systems {
+		if sys.Name() == name {
+			return sys
+		}
+	}
+	return nil
+}
+
+// clusterID is the id of the cluster of a memory system and scope: the same pair always names
+// the same cluster, so that two tasks creating it at once create one.
+func clusterID(system, scope string) string {
+	h := sha256.Sum256([]byte(system + "\x00" + strings.ToLower(strings.TrimSpace(scope))))
+	return "c-" + hex.EncodeToString(h[:6])
+}
+
+// startTask routes a new session's task and reads its advisory. It never fails the request: a
+// router that gives up, or a model or store error on the way, leaves the task stateless (logged
+// and counted).
+func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Session) *hippocam.TaskLearning {
+	if !s.learning() || h.LearnOff || len(s.cfg.Systems) == 0 {
+		return nil
+	}
+	key := h.TaskKey
+	if key == "" {
+		key = sess.ID
+	}
+	task := &hippocam.Task{ID: sess.ID, Key: key, Tools: h.conv.Tools}
+	task.Messages = append(task.Messages, h.conv.Framing...)
+	task.Messages = append(task.Messages, h.conv.Messages...)
+	tl := &hippocam.TaskLearning{Key: h.TaskKey, Decision: "stateless"}
+	c, err := s.chooseCluster(ctx, h, task, tl)
+	if err != nil {
+		s.stats.stateless.Add(1)
+		s.log.Warn("learning: the task runs stateless", logTenant, h.Tenant, logSession, sess.ID, "error", err)
+		tl.Decision, tl.Reason = "stateless", err.Error()
+		return tl
+	}
+	sys := s.system(c.System)
+	if sys == nil {
+		tl.Decision, tl.Reason = "stateless", fmt.Sprintf("the cluster's system %q is not offered", c.System)
+		return tl
+	}
+	tl.Cluster, tl.System = c.ID, c.System
+	adv, err := sys.Read(ctx, c.State, task, s.cfg.AdvisoryBudget)
+	if err != nil {
+		s.log.Warn("learning: reading the cluster failed; no advisory", logTenant, h.Tenant, logSession, sess.ID, "cluster", c.ID, "error", err)
+		return tl
+	}
+	tl.Advisory = strings.TrimSpace(adv.Text)
+	if tl.Advisory != "" {
+		tl.AdvisoryTokens = s.cfg.Engine.Tokens(tl.Advisory)
+	}
+	return tl
+}
+
+// chooseCluster finds or creates the task's cluster: the pinned one, the global one, or the
+// router's choice; tl records how.
+func (s *Service) chooseCluster(ctx context.Context, h *history, task *hippocam.Task, tl *hippocam.TaskLearning) (*hippocam.Cluster, error) {
+	clusters, err := s.cfg.Store.Clusters(ctx, h.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	first := s.cfg.Systems[0].Name()
+	switch {
+	case h.Cluster != "":
+		tl.Decision = "pinned"
+		pin := strings.TrimSpace(h.Cluster)
+		for i := range clusters {
+			if clusters[i].ID == pin || strings.EqualFold(strings.TrimSpace(clusters[i].Description), pin) {
+				return &clusters[i], nil
+			}
+		}
+		return s.ensureCluster(ctx, h.Tenant, first, pin)
+	case s.cfg.Learn == LearnGlobal:
+		tl.Decision = "global"
+		return s.ensureClusterID(ctx, h.Tenant, globalCluster, first, globalScope)
+	}
+	d, err := learn.Route(ctx, s.cfg.LearnEnv, task, s.cfg.Systems, clusters)
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	tl.Reason = d.Reason
+	if d.Cluster != "" {
+		tl.Decision = "reuse"
+		for i := range clusters {
+			if clusters[i].ID == d.Cluster {
+				return &clusters[i], nil
+			}
+		}
+		return nil, fmt.Errorf("routing: cluster %q is gone", d.Cluster)
+	}
+	tl.Decision = "create"
+	return s.ensureCluster(ctx, h.Tenant, d.System, d.Scope)
+}
+
+// ensureCluster returns the cluster of system and scope, creating it when absent.
+func (s *Service) ensureCluster(ctx context.Context, tenant, system, scope string) (*hippocam.Cluster, error) {
+	return s.ensureClusterID(ctx, tenant, clusterID(system, scope), system, scope)
+}
+
+func (s *Service) ensureClusterID(ctx context.Context, tenant, id, system, scope string) (*hippocam.Cluster, error) {
+	c, err := s.cfg.Store.Cluster(ctx, tenant, id)
+	if err == nil {
+		return c, nil
+	}
+	if hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
+		return nil, err
+	}
+	c = &hippocam.Cluster{Tenant: tenant, ID: id, System: system, Description: strings.TrimSpace(scope)}
+	if err := s.cfg.Store.CreateCluster(ctx, c); err != nil {
+		if hippocam.ErrorCode(err) != hippocam.ECONFLICT {
+			return nil, err
+		}
+		return s.cfg.Store.Cluster(ctx, tenant, id) // created at the same moment by another task
+	}
+	return c, nil
+}
+
+// checkOutcome checks an outcome's body.
+func checkOutcome(o *Outcome) error {
+	switch {
+	case strings.TrimSpace(o.Feedback) == "":
+		return hippocam.Errorf(hippocam.EINVALID, "feedback: the outcome needs the feedback text")
+	case len(o.Feedback) > MaxFeedbackBytes:
+		return hippocam.Errorf(hippocam.EINVALID, "feedback: %d bytes, more than the %d an outcome may hold", len(o.Feedback), MaxFeedbackBytes)
+	case !utf8.ValidString(o.Feedback):
+		return hippocam.Errorf(hippocam.EINVALID, "feedback: not valid UTF-8")
+	case o.Attempts < 0:
+		return hippocam.Errorf(hippocam.EINVALID, "attempts: must not be negative")
+	case o.Reward != nil && (*o.Reward != *o.Reward):
+		return hippocam.Errorf(hippocam.EINVALID, "reward: not a number")
+	}
+	return nil
+}
+
+// EndTask records a task's outcome: the feedback joins the session as a user message, the
+// session is marked ended (later requests to it get ECONFLICT), and when the task was routed to
+// a cluster, the cluster's update is queued in the same transaction. With wait the update runs
+// before EndTask returns (its failure is returned; the queued job still retries it). Errors:
+// EINVALID for a bad outcome, ENOTFOUND for a session the tenant does not have, ECONFLICT for a
+// task that has ended already. Nothing changes on an error before the commit.
+func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wait bool) (*hippocam.Session, error) {
+	if err := checkOutcome(&o); err != nil {
+		return nil, err
+	}
+	unlock := s.locks.lock(tenant + "\x00n\x00" + baseName(id))
+	sess, err := s.load(ctx, tenant, id)
+	if err == nil && sess == nil {
+		err = hippocam.Errorf(hippocam.ENOTFOUND, "session %q not found", id)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	if l := sess.Transcript.Learning; l != nil && l.Ended {
+		unlock()
+		return nil, hippocam.Errorf(hippocam.ECONFLICT, "session %q has ended already: its outcome was reported", id)
+	}
+	next := sess.Clone()
+	tl := next.Transcript.Learning
+	if tl == nil {
+		tl = &hippocam.TaskLearning{Decision: LearnOff}
+		next.Transcript.Learning = tl
+	}
+	now := time.Now().UTC()
+	tl.Ended, tl.EndedAt, tl.Feedback, tl.Success, tl.Reward, tl.Attempts = true, now, o.Feedback, o.Success, o.Reward, o.Attempts
+	fb := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: o.Feedback, ID: next.NextID("m")}
+	fb.Tokens = hippocam.MessageTokens(s.cfg.Engine.Tokenizer(), &fb)
+	next.Context = append(next.Context, fb)
+	ch := hippocam.Change{From: sess.Version, Ops: []hippocam.Op{hippocam.AppendOp(fb)}}
+	if tl.Cluster != "" {
+		ch.Jobs = []hippocam.Job{{Kind: JobLearn}}
+	}
+	next.UpdatedAt = now
+	if err := s.cfg.Store.Commit(ctx, next, ch); err != nil {
+		s.cache.drop(tenant, id)
+		unlock()
+		return nil, err
+	}
+	s.cache.put(next)
+	unlock()
+	if len(ch.Jobs) > 0 {
+		if wait {
+			if err := s.learnFrom(ctx, tenant, id); err != nil {
+				return next, err
+			}
+		}
+		s.kick()
+	}
+	return next, nil
+}
+
+// learnFrom updates the cluster an ended session was routed to with its trajectory. Applying
+// the same trajectory twice changes nothing (learn.Apply skips applied ids).
+func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
+	sess, err := s.cfg.Store.Session(ctx, tenant, id)
+	if err != nil {
+		return err
+	}
+	tl := sess.Transcript.Learning
+	if tl == nil || !tl.Ended || tl.Cluster == "" {
+		return nil
+	}
+	sys := s.system(tl.System)
+	if sys == nil {
+		return fmt.Errorf("the cluster's system %q is not offered any more", tl.System)
+	}
+	msgs, err := Transcript(ctx, hippocam.SessionArchive(s.cfg.Store, tenant, id), sess.Context)
+	if err != nil {
+		return err
+	}
+	if n := len(msgs); n > 0 && msgs[n-1].Role == hippocam.RoleUser && msgs[n-1].Content == tl.Feedback {
+		msgs = msgs[:n-1] // the feedback travels apart from the messages
+	}
+	key := tl.Key
+	if key == "" {
+		key = id
+	}
+	task := hippocam.Task{ID: id, Key: key}
+	task.Messages = append(task.Messages, sess.Transcript.Framing...)
+	for _, m := range msgs {
+		if m.Role == hippocam.RoleAssistant {
+			break
+		}
+		task.Messages = append(task.Messages, m)
+	}
+	traj := hippocam.Trajectory{ID: id, Task: task, Messages: msgs, Feedback: tl.Feedback, Success: tl.Success, Reward: tl.Reward, EndedAt: tl.EndedAt}
+	if err := learn.Apply(ctx, s.cfg.Store, sys, tenant, tl.Cluster, []hippocam.Trajectory{traj}); err != nil {
+		if errors.Is(err, learn.ErrGaveUp) {
+			s.log.Warn("learning: the cluster update gave up; the cluster is as it was", logTenant, tenant, logSession, id, "cluster", tl.Cluster, "error", err)
+		}
+		return err
+	}
+	s.stats.learned.Add(1)
+	return nil
+}

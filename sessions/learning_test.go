@@ -1,0 +1,224 @@
+package sessions_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/library"
+	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/sessions"
+	"github.com/hippocam/hippocam/sim"
+	"github.com/hippocam/hippocam/tokenizer"
+)
+
+// learningService is a service that learns (mode) over every memory system, the simulated model
+// upstream.
+func learningService(t *testing.T, mode string, st hippocam.Store) *sessions.Service {
+	t.Helper()
+	tok := tokenizer.MustDefault()
+	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
+		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &learn.Env{Model: model, Tok: tok}
+	systems, err := library.Library(env, library.Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Learn: mode, Systems: systems, LearnEnv: env, JobPoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// task starts a task: one user message in a session of its own.
+func task(t *testing.T, svc *sessions.Service, tenant, id, text string, edit func(*sessions.Request)) (*sessions.Result, error) {
+	t.Helper()
+	req := &sessions.Request{Tenant: tenant, Name: id, Received: time.Now(),
+		Conversation: &hippocam.Conversation{Format: hippocam.FormatChat, Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: text}}}}
+	if edit != nil {
+		edit(req)
+	}
+	return svc.Continue(context.Background(), req)
+}
+
+const salesTask = "Sales report\ntags: revenue weekly\ndecide status_filter: shipped | all | pending"
+
+// A task start is routed and gets the cluster's advisory; its outcome ends it and updates the
+// cluster; the next task of its kind reuses the cluster and is advised by what the first one
+// learned. A second outcome, and a request to the ended session, are conflicts that change
+// nothing.
+func TestLearningTaskCycle(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	svc := learningService(t, sessions.LearnRouted, st)
+	res, err := task(t, svc, "acme", "t1", salesTask, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := res.Learning
+	if l == nil || l.Cluster == "" || l.Decision != "create" || l.Advisory != "" {
+		t.Fatalf("first task's learning %+v: want a new cluster and no advisory yet", l)
+	}
+	chosen := strings.TrimPrefix(res.Answer.Content, "status_filter = ")
+	if _, err := svc.EndTask(ctx, "acme", "t1", sessions.Outcome{Feedback: "feedback: status_filter = " + chosen + " wrong"}, true); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Cluster(ctx, "acme", l.Cluster)
+	if err != nil || c.Trajectories != 1 || !c.HasApplied("t1") {
+		t.Fatalf("cluster after the outcome: %+v (%v)", c, err)
+	}
+	if _, err := svc.EndTask(ctx, "acme", "t1", sessions.Outcome{Feedback: "again"}, true); hippocam.ErrorCode(err) != hippocam.ECONFLICT {
+		t.Fatalf("second outcome: %v, want a conflict", err)
+	}
+	if _, err := svc.Continue(ctx, &sessions.Request{Tenant: "acme", Name: "t1", Received: time.Now(), Conversation: &hippocam.Conversation{
+		Format: hippocam.FormatChat, Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: salesTask}, res.Answer, {Role: hippocam.RoleUser, Content: "!say more"}}}}); hippocam.ErrorCode(err) != hippocam.ECONFLICT {
+		t.Fatalf("a request to the ended task: %v, want a conflict", err)
+	}
+	if c2, _ := st.Cluster(ctx, "acme", l.Cluster); c2.Version != c.Version {
+		t.Fatal("a refused outcome changed the cluster")
+	}
+	res2, err := task(t, svc, "acme", "t2", salesTask, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Learning.Cluster != l.Cluster || res2.Learning.Decision != "reuse" || !strings.Contains(res2.Learning.Advisory, chosen) {
+		t.Fatalf("second task's learning %+v: want the first cluster reused, its advisory naming %q", res2.Learning, chosen)
+	}
+	if strings.Contains(res2.Answer.Content, "= "+chosen) {
+		t.Fatalf("the second task chose %q again although the first was told it was wrong", res2.Answer.Content)
+	}
+	s, _ := st.Session(ctx, "acme", "t2")
+	if s.Transcript.Learning == nil || s.Transcript.Learning.Cluster != l.Cluster || s.Context[0].Kind != hippocam.KindAdvisory {
+		t.Fatalf("the routing decision and advisory are not recorded on the session: %+v", s.Transcript.Learning)
+	}
+	// Opting out: no routing, no advisory.
+	res3, err := task(t, svc, "acme", "t3", salesTask, func(r *sessions.Request) { r.LearnOff = true })
+	if err != nil || res3.Learning != nil {
+		t.Fatalf("Hippocam-Learn: off still routed: %+v (%v)", res3.Learning, err)
+	}
+	// Deleting a session removes it from its cluster.
+	if err := svc.Delete(ctx, "acme", "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := st.Cluster(ctx, "acme", l.Cluster); c.HasApplied("t1") {
+		t.Fatal("the deleted session still feeds its cluster")
+	}
+}
+
+// Nothing of one tenant's clusters reaches another: pinning another tenant's cluster id makes a
+// cluster of one's own; its advisory is empty.
+func TestLearningTenantIsolation(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	svc := learningService(t, sessions.LearnRouted, st)
+	res, err := task(t, svc, "acme", "a1", salesTask, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.EndTask(ctx, "acme", "a1", sessions.Outcome{Feedback: "feedback: status_filter = all wrong"}, true); err != nil {
+		t.Fatal(err)
+	}
+	foreign := res.Learning.Cluster
+	res2, err := task(t, svc, "other", "b1", salesTask, func(r *sessions.Request) { r.Cluster = foreign })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Learning.Advisory != "" {
+		t.Fatalf("tenant other got an advisory from acme's cluster: %q", res2.Learning.Advisory)
+	}
+	mine, _ := st.Clusters(ctx, "other")
+	theirs, _ := st.Clusters(ctx, "acme")
+	if len(mine) != 1 || len(theirs) != 1 || mine[0].Trajectories != 0 || theirs[0].Trajectories != 1 {
+		t.Fatalf("clusters: other %+v, acme %+v", mine, theirs)
+	}
+	if _, err := svc.EndTask(ctx, "other", "a1", sessions.Outcome{Feedback: "x"}, true); hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
+		t.Fatalf("an outcome for another tenant's session: %v, want not found", err)
+	}
+}
+
+// Eight tasks of one kind run at once and end at once on one cluster: every update lands.
+func TestLearningConcurrentOutcomes(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	svc := learningService(t, sessions.LearnRouted, st)
+	first, err := task(t, svc, "acme", "c0", salesTask, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 1; i <= 8; i++ {
+		wg.Go(func() {
+			id := fmt.Sprintf("c%d", i)
+			if _, err := task(t, svc, "acme", id, salesTask, func(r *sessions.Request) { r.Cluster = first.Learning.Cluster }); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := svc.EndTask(ctx, "acme", id, sessions.Outcome{Feedback: "feedback: status_filter = all wrong"}, false); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { svc.RunJobs(wctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, _ := st.Cluster(ctx, "acme", first.Learning.Cluster)
+		if c.Trajectories == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 8 updates landed", c.Trajectories)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if n, _ := st.QueuedJobs(ctx); n != 0 {
+		t.Fatalf("%d jobs left", n)
+	}
+}
+
+// Bad outcomes change nothing.
+func TestLearningBadOutcome(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	svc := learningService(t, sessions.LearnGlobal, st)
+	if _, err := task(t, svc, "acme", "g1", salesTask, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []sessions.Outcome{{}, {Feedback: "  "}, {Feedback: strings.Repeat("x", sessions.MaxFeedbackBytes+1)}, {Feedback: "ok", Attempts: -1}} {
+		if _, err := svc.EndTask(ctx, "acme", "g1", o, true); hippocam.ErrorCode(err) != hippocam.EINVALID {
+			t.Fatalf("outcome %.40q: %v, want invalid", o.Feedback, err)
+		}
+	}
+	if _, err := svc.EndTask(ctx, "acme", "nope", sessions.Outcome{Feedback: "x"}, true); hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
+		t.Fatalf("unknown session: %v", err)
+	}
+	s, _ := st.Session(ctx, "acme", "g1")
+	if s.Transcript.Learning.Ended || s.Transcript.Learning.Decision != "global" {
+		t.Fatalf("learning %+v", s.Transcript.Learning)
+	}
+}
