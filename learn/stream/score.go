@@ -124,3 +124,8 @@ func keys[V any](m map[string]V) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// Grade scores an attempt's answers against the task's environment and writes the feedback that
+// ends it, as the runner does: for drivers that run tasks elsewhere (through the proxy, over
+// HTTP).
+func Grade(t *Task, answers []string) Score { return score(t, answers) }

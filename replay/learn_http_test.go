@@ -1,0 +1,143 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/learn/stream"
+)
+
+// A stream of tasks (docs/sim.md part 2) driven over HTTP through `hippocam serve --learn
+// routed`, one session per task, each ended by its outcome, as an agent and its harness would:
+// the rewards come within a few points of `hippocam learn`'s routed-cl on the same stream, in
+// process. A second tenant sees none of the first tenant's clusters.
+func TestLearnThroughTheProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	path := "../learn/stream/testdata/small.jsonl"
+	if p := os.Getenv("HIPPOCAM_LEARN_STREAM"); p != "" {
+		path = p // e.g. a stream `hippocam bench learn --out` wrote
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := stream.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := stream.Run(context.Background(), tasks, stream.Config{Condition: "routed-cl", Attempts: 1, Window: 8000, Prices: hippocam.DefaultPrices})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	upstream := simServer(t, nil)
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if err := os.WriteFile(keys, []byte("acme k-acme\nother k-other\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeLoopbackAddr(t)
+	cmd := exec.Command(buildHippocam(t), "serve", "--addr", addr, "--db", filepath.Join(dir, "learn.db"), "--keys", keys,
+		"--upstream", upstream.URL+"/v1", "--context-window", "8000", "--model", "hippocam-sim", "--learn", "routed")
+	log := &syncBuffer{}
+	cmd.Env, cmd.Stdout, cmd.Stderr = cleanEnv(), log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); <-exited })
+	root := "http://" + addr
+	if !up(root+"/healthz", exited) {
+		t.Fatalf("serve did not come up: %s", log.String())
+	}
+	call := func(method, path, key string, body any, header ...string) (int, http.Header, []byte) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, root+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+key)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, out
+	}
+	type msg struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	}
+	var sum float64
+	scored := 0
+	for _, task := range tasks {
+		var history []msg
+		var answers []string
+		for _, m := range task.Messages {
+			history = append(history, msg{string(m.Role), m.Content})
+			if m.Role != hippocam.RoleUser {
+				continue
+			}
+			status, _, body := call("POST", "/v1/chat/completions", "k-acme",
+				map[string]any{"model": "hippocam-sim", "seed": 1, "messages": history}, "Hippocam-Session", task.ID)
+			if status != 200 {
+				t.Fatalf("task %s: %d %s\n%s", task.ID, status, body, log.String())
+			}
+			var resp struct {
+				Choices []struct {
+					Message msg `json:"message"`
+				} `json:"choices"`
+			}
+			if err := json.Unmarshal(body, &resp); err != nil || len(resp.Choices) == 0 {
+				t.Fatalf("task %s: %s", task.ID, body)
+			}
+			answers = append(answers, resp.Choices[0].Message.Content)
+			history = append(history, resp.Choices[0].Message)
+		}
+		g := stream.Grade(&task, answers)
+		feedback := g.Feedback
+		if feedback == "" {
+			feedback = "The task is done."
+		}
+		if status, _, body := call("POST", "/api/sessions/"+task.ID+"/outcome?wait=1", "k-acme",
+			map[string]any{"feedback": feedback, "reward": g.Reward}); status != 200 && status != 202 {
+			t.Fatalf("outcome %s: %d %s", task.ID, status, body)
+		}
+		if g.Scored {
+			sum += g.Reward
+			scored++
+		}
+	}
+	got := sum / float64(scored)
+	t.Logf("through the proxy: %.3f over %d scored tasks; in process (routed-cl): %.3f", got, scored, want.MeanReward)
+	if math.Abs(got-want.MeanReward) > 0.05 {
+		t.Errorf("reward through the proxy %.3f, in process %.3f: more than a few points apart", got, want.MeanReward)
+	}
+	if got <= 0.3 {
+		t.Errorf("reward %.3f: the proxy did not learn", got)
+	}
+	// The other tenant: a task of the same kind is advised by nothing of acme's.
+	status, header, body := call("POST", "/v1/chat/completions", "k-other",
+		map[string]any{"model": "hippocam-sim", "seed": 1, "messages": []msg{{"user", tasks[1].Messages[len(tasks[1].Messages)-1].Content}}}, "Hippocam-Session", "b1")
+	if status != 200 {
+		t.Fatalf("other tenant: %d %s", status, body)
+	}
+	if c := header.Get("Hippocam-Cluster"); c == "" {
+		t.Fatal("the other tenant's task was not routed")
+	}
+}
