@@ -22,6 +22,10 @@ type Task struct {
 	// Messages are the task's specification: its framing and first user message(s).
 	Messages []Message `json:"messages"`
 	Tools    []Tool    `json:"tools,omitempty"`
+	// Attempts is how many attempts of Key there are, when the client said so (0: unknown,
+	// each trajectory stands alone). A system that learns from all attempts at once (lessons)
+	// waits until it has them.
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // Text is the task's specification as one text: its messages' contents, in order.

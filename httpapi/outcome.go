@@ -70,3 +70,14 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request, tenant string) 
 	}
 	writeJSON(w, status, resp)
 }
+
+// learnTask is POST /api/tasks/{key}/learn: the attempts of key that wait for the rest of their
+// key (lessons) are learned from now.
+func (s *Server) learnTask(w http.ResponseWriter, r *http.Request, tenant string) {
+	n, err := s.cfg.Sessions.LearnTask(r.Context(), tenant, r.PathValue("key"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"task": r.PathValue("key"), "clusters": n})
+}

@@ -122,6 +122,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/sessions/{id}", "session", s.getSession)
 	s.handle("DELETE /api/sessions/{id}", "delete", s.deleteSession)
 	s.handle("POST /api/sessions/{id}/outcome", "outcome", s.outcome)
+	s.handle("POST /api/tasks/{key}/learn", "learn", s.learnTask)
 	s.handle("GET /api/sessions/{id}/nodes/{ref}", "node", s.getNode)
 	s.handle("GET /api/sessions/{id}/expand", "expand", s.expand)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

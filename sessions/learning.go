@@ -1,9 +1,11 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -276,7 +278,7 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	if key == "" {
 		key = id
 	}
-	task := hippocam.Task{ID: id, Key: key}
+	task := hippocam.Task{ID: id, Key: key, Attempts: tl.Attempts}
 	task.Messages = append(task.Messages, sess.Transcript.Framing...)
 	for _, m := range msgs {
 		if m.Role == hippocam.RoleAssistant {
@@ -293,4 +295,51 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	}
 	s.stats.learned.Add(1)
 	return nil
+}
+
+// Flusher is a memory system that holds attempts until all of their task key have come
+// (lessons): Flush learns from those waiting for key now.
+type Flusher interface {
+	Flush(ctx context.Context, state json.RawMessage, key string) (json.RawMessage, error)
+}
+
+// LearnTask makes every cluster of the tenant that holds attempts of key waiting for the rest
+// learn from them now (POST /api/tasks/{key}/learn). It returns how many clusters learned.
+func (s *Service) LearnTask(ctx context.Context, tenant, key string) (int, error) {
+	if strings.TrimSpace(key) == "" {
+		return 0, hippocam.Errorf(hippocam.EINVALID, "the task key is empty")
+	}
+	clusters, err := s.cfg.Store.Clusters(ctx, tenant)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range clusters {
+		f, ok := s.system(c.System).(Flusher)
+		if !ok {
+			continue
+		}
+		for attempt := 0; ; attempt++ {
+			cur, err := s.cfg.Store.Cluster(ctx, tenant, c.ID)
+			if err != nil {
+				return n, err
+			}
+			next, err := f.Flush(ctx, cur.State, key)
+			if err != nil {
+				return n, err
+			}
+			if bytes.Equal(next, cur.State) {
+				break // nothing of key was waiting here
+			}
+			from := cur.Version
+			cur.State = next
+			if err := s.cfg.Store.UpdateCluster(ctx, cur, from); err == nil {
+				n++
+				break
+			} else if hippocam.ErrorCode(err) != hippocam.ECONFLICT || attempt >= 8 {
+				return n, err
+			}
+		}
+	}
+	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/inmem"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/lessons"
 	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/sessions"
@@ -220,5 +222,77 @@ func TestLearningBadOutcome(t *testing.T) {
 	s, _ := st.Session(ctx, "acme", "g1")
 	if s.Transcript.Learning.Ended || s.Transcript.Learning.Decision != "global" {
 		t.Fatalf("learning %+v", s.Transcript.Learning)
+	}
+}
+
+// Lessons learn from all the attempts of a task key at once: an outcome that says there are N
+// attempts waits for the rest, and POST /api/tasks/{key}/learn (LearnTask) learns from those
+// that came.
+func TestLearningLessonsWaitForAttempts(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	tok := tokenizer.MustDefault()
+	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
+		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &learn.Env{Model: model, Tok: tok}
+	systems, err := library.Library(env, []string{"lessons"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Learn: sessions.LearnGlobal, Systems: systems, LearnEnv: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := func() int {
+		c, err := st.Cluster(ctx, "acme", "global")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return systems[0].Entries(c.State)
+	}
+	end := func(id, verdict string, attempts int) {
+		t.Helper()
+		if _, err := task(t, svc, "acme", id, salesTask, func(r *sessions.Request) { r.TaskKey = "sales-1" }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.EndTask(ctx, "acme", id, sessions.Outcome{Feedback: "feedback: status_filter = " + verdict, Attempts: attempts}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end("a1", "shipped right", 2)
+	if n := entries(); n != 0 {
+		t.Fatalf("%d lessons after the first of two attempts: it must wait for the second", n)
+	}
+	end("a2", "all wrong", 2)
+	if n := entries(); n == 0 {
+		t.Fatal("no lesson after both attempts")
+	}
+	applied := func(id string) bool {
+		c, _ := st.Cluster(ctx, "acme", "global")
+		ls, err := lessons.ParseState(c.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(ls.Applied, id)
+	}
+	end("b1", "pending wrong", 3) // one of three, then the client asks to learn now
+	if applied("b1") {
+		t.Fatal("learned from one of three attempts")
+	}
+	if n, err := svc.LearnTask(ctx, "acme", "sales-1"); err != nil || n != 1 {
+		t.Fatalf("LearnTask: %d clusters, %v", n, err)
+	}
+	if !applied("b1") {
+		t.Fatal("LearnTask did not learn from the waiting attempt")
+	}
+	if n, err := svc.LearnTask(ctx, "acme", "sales-1"); err != nil || n != 0 {
+		t.Fatalf("LearnTask again: %d clusters, %v: nothing was waiting", n, err)
 	}
 }

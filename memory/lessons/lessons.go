@@ -184,13 +184,82 @@ func (s *System) Update(ctx context.Context, state json.RawMessage, trajs []hipp
 		return state, nil
 	}
 	for _, g := range groups {
-		st.Updates++
-		if err := s.learn(ctx, st, g, st.Updates); err != nil {
+		if g = st.gather(g); g == nil {
+			continue // more attempts of this key are to come
+		}
+		if err := s.learnGroup(ctx, st, g); err != nil {
 			return nil, err
 		}
-		for _, t := range g {
-			st.Applied = append(st.Applied, t.ID)
+	}
+	return st.JSON()
+}
+
+// learnGroup learns from one key's attempts and records them as applied.
+func (s *System) learnGroup(ctx context.Context, st *State, g []*hippocam.Trajectory) error {
+	st.Updates++
+	if err := s.learn(ctx, st, g, st.Updates); err != nil {
+		return err
+	}
+	for _, t := range g {
+		st.Applied = append(st.Applied, t.ID)
+	}
+	return nil
+}
+
+// gather adds g to the attempts of its key already waiting and returns them all when as many
+// have come as their Task.Attempts says; else it keeps them waiting and returns nil.
+func (st *State) gather(g []*hippocam.Trajectory) []*hippocam.Trajectory {
+	key := taskKey(g[0])
+	var all []*hippocam.Trajectory
+	have := map[string]bool{}
+	for i := range st.Waiting[key] {
+		all = append(all, &st.Waiting[key][i])
+		have[st.Waiting[key][i].ID] = true
+	}
+	for _, t := range g {
+		if !have[t.ID] {
+			all = append(all, t)
 		}
+	}
+	need := 0
+	for _, t := range all {
+		need = max(need, t.Task.Attempts)
+	}
+	if len(all) >= need {
+		delete(st.Waiting, key)
+		return all
+	}
+	if st.Waiting == nil {
+		st.Waiting = map[string][]hippocam.Trajectory{}
+	}
+	waiting := make([]hippocam.Trajectory, len(all))
+	for i, t := range all {
+		waiting[i] = *t
+	}
+	st.Waiting[key] = waiting
+	return nil
+}
+
+// Flush learns now from the attempts of key that are waiting for the rest of their key (the
+// client ended the task early: POST /api/tasks/{key}/learn). Nothing waiting: the state as it
+// was.
+func (s *System) Flush(ctx context.Context, state json.RawMessage, key string) (json.RawMessage, error) {
+	st, err := ParseState(state)
+	if err != nil {
+		return nil, err
+	}
+	st = st.clone()
+	w := st.Waiting[key]
+	if len(w) == 0 {
+		return state, nil
+	}
+	g := make([]*hippocam.Trajectory, len(w))
+	for i := range w {
+		g[i] = &w[i]
+	}
+	delete(st.Waiting, key)
+	if err := s.learnGroup(ctx, st, g); err != nil {
+		return nil, err
 	}
 	return st.JSON()
 }

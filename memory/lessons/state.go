@@ -80,6 +80,10 @@ type State struct {
 	// Applied lists the trajectories learned from: an update that meets one again skips it.
 	Applied []string `json:"applied,omitempty"`
 	Lessons []Lesson `json:"lessons"`
+	// Waiting holds, per task key, the attempts that arrived before the rest of their key
+	// (Task.Attempts says how many there are): they are learned from together, once all have
+	// come, or when Flush is asked to.
+	Waiting map[string][]hippocam.Trajectory `json:"waiting,omitempty"`
 }
 
 // ParseState reads a state; an empty one is a state without lessons. EINVALID if it cannot be
@@ -168,6 +172,12 @@ func (st *State) clone() *State {
 		l.Provenance = Provenance{Tasks: slices.Clone(l.Provenance.Tasks), Attempts: slices.Clone(l.Provenance.Attempts)}
 		l.SupersededBy, l.History = slices.Clone(l.SupersededBy), slices.Clone(l.History)
 		c.Lessons[i] = l
+	}
+	if st.Waiting != nil {
+		c.Waiting = make(map[string][]hippocam.Trajectory, len(st.Waiting))
+		for k, ts := range st.Waiting {
+			c.Waiting[k] = slices.Clone(ts)
+		}
 	}
 	return &c
 }
