@@ -34,6 +34,10 @@ type Metrics struct {
 	waits          *prometheus.CounterVec
 	speculative    *prometheus.CounterVec
 	jobs           *prometheus.CounterVec
+	routing        *prometheus.CounterVec
+	advisory       prometheus.Counter
+	outcomes       *prometheus.CounterVec
+	watched        bool
 }
 
 // NewMetrics returns a fresh set of metrics with Go runtime and process collectors.
@@ -72,7 +76,13 @@ func NewMetrics() *Metrics {
 		Help: "Steps whose main call started beside JANUS, by outcome: stood (JANUS left the context as it was) or redone (the call was made again)."}, []string{"outcome"})
 	m.jobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_jobs_total",
 		Help: "Consolidation jobs by outcome: done, or failed (put back in the queue to run again)."}, []string{"outcome"})
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.speculative, m.jobs,
+	m.routing = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_learn_routing_total",
+		Help: "Task starts by routing decision (reuse, create, pinned, global, stateless) and memory system."}, []string{"decision", "system"})
+	m.advisory = prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_learn_advisory_tokens_total",
+		Help: "Tokens of the advisories put into task contexts."})
+	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_learn_outcomes_total",
+		Help: "Task outcomes by what became of the cluster update: queued, done (?wait=1), none (no cluster), failed."}, []string{"update"})
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.speculative, m.jobs, m.routing, m.advisory, m.outcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
@@ -86,6 +96,10 @@ func (m *Metrics) observeRequest(route string, status int, d time.Duration) {
 // observeResult counts what one request of the session service did.
 func (m *Metrics) observeResult(res *sessions.Result) {
 	m.events.WithLabelValues(string(res.Event)).Inc()
+	if l := res.Learning; l != nil {
+		m.routing.WithLabelValues(l.Decision, l.System).Inc()
+		m.advisory.Add(float64(l.AdvisoryTokens))
+	}
 	if res.Waited {
 		m.waits.WithLabelValues("running").Inc()
 	}
@@ -128,4 +142,24 @@ func (m *Metrics) observeStep(res *engine.Result) {
 	m.consolidations.WithLabelValues("intent").Add(float64(res.IntentConsolidations))
 	m.consolidations.WithLabelValues("prefix").Add(float64(res.PrefixConsolidations))
 	m.recalls.Add(float64(res.RecallCalls))
+}
+
+// WatchService exposes the session service's own counters: cluster updates from ended tasks,
+// task starts that ran stateless, consolidation jobs done and failed.
+func (m *Metrics) WatchService(svc *sessions.Service) {
+	if m.watched {
+		return // one service per set of metrics
+	}
+	m.watched = true
+	for _, c := range []struct {
+		name, help string
+		read       func(sessions.Stats) int64
+	}{
+		{"hippocam_learn_updates_total", "Cluster updates applied from ended tasks.", func(s sessions.Stats) int64 { return s.Learned }},
+		{"hippocam_learn_stateless_total", "Task starts that ran without memory because the router gave up or failed.", func(s sessions.Stats) int64 { return s.Stateless }},
+		{"hippocam_job_runs_failed_total", "Job runs that failed and were put back in the queue (consolidation and cluster updates).", func(s sessions.Stats) int64 { return s.JobsFailed }},
+	} {
+		read := c.read
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(read(svc.Stats())) }))
+	}
 }

@@ -68,6 +68,13 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request, tenant string) 
 	if err != nil { // ended and queued, but the update run for ?wait=1 failed: the job retries it
 		s.log.Warn("learning: the outcome's update failed; its job will retry", "session", sess.ID, "error", err)
 	}
+	if m := s.cfg.Metrics; m != nil {
+		update := resp.Update
+		if err != nil {
+			update = "failed"
+		}
+		m.outcomes.WithLabelValues(update).Inc()
+	}
 	writeJSON(w, status, resp)
 }
 

@@ -96,3 +96,21 @@ func TestOutcomeOverHTTP(t *testing.T) {
 }
 
 const salesTaskText = "Sales report\ntags: revenue weekly\ndecide status_filter: shipped | all | pending"
+
+// The learning metrics: routing decisions by system, advisory tokens, outcomes by update.
+func TestLearningMetrics(t *testing.T) {
+	s := newLearningServer(t, nil)
+	body, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: []wire.ChatMessage{{Role: "user", Content: wire.StringContent(salesTaskText)}}})
+	if r := s.do(t, "POST", "/v1/chat/completions", "", "m1", body); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if r := s.do(t, "POST", "/api/sessions/m1/outcome?wait=1", "", "", []byte(`{"feedback":"feedback: status_filter = all wrong"}`)); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	r := s.do(t, "GET", "/metrics", "", "", nil)
+	for _, want := range []string{`hippocam_learn_routing_total{decision="create",system=`, `hippocam_learn_outcomes_total{update="done"} 1`, "hippocam_learn_updates_total 1", "hippocam_learn_advisory_tokens_total"} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}

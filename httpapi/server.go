@@ -103,6 +103,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Metrics != nil {
 		cfg.Sessions.ObserveJobs(cfg.Metrics.observeJob) // jobs' model calls and consolidations
+		cfg.Metrics.WatchService(cfg.Sessions)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: wire.NewChatReader(100_000)}
 	s.routes()
