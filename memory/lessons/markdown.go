@@ -64,6 +64,9 @@ func writeEntry(b *strings.Builder, l *Lesson) {
 	field("tasks", strings.Join(l.Provenance.Tasks, ", "))
 	field("attempts", strings.Join(l.Provenance.Attempts, ", "))
 	field("status", statusText(l))
+	if l.Review {
+		field("review", "yes, "+ReviewNote)
+	}
 	if len(l.History) > 0 {
 		b.WriteString("- history:\n")
 		for _, c := range l.History {
@@ -263,6 +266,8 @@ func readField(l *Lesson, name, value string) error {
 		l.Provenance.Attempts = list(value)
 	case "status":
 		return readStatus(l, value)
+	case "review":
+		l.Review = strings.HasPrefix(value, "yes")
 	case "history":
 		if value != "" {
 			return fmt.Errorf("history entries go on the lines below, one \"  - update N: event\" each")

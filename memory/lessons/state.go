@@ -55,6 +55,9 @@ type Lesson struct {
 	SupersededBy []string `json:"superseded_by,omitempty"`
 	Reason       string   `json:"reason,omitempty"`
 	History      []Change `json:"history,omitempty"`
+	// Review marks a lesson whose every attempt was deleted (Forget): it stays, shown for a
+	// person to confirm or withdraw.
+	Review bool `json:"review,omitempty"`
 }
 
 // Provenance is what a lesson was learned from: the task keys and the attempts (trajectory ids).
