@@ -5,15 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/sqlite"
 )
 
 // A stream of tasks (docs/sim.md part 2) driven over HTTP through `hippocam serve --learn
@@ -131,13 +134,67 @@ func TestLearnThroughTheProxy(t *testing.T) {
 	if got <= 0.3 {
 		t.Errorf("reward %.3f: the proxy did not learn", got)
 	}
-	// The other tenant: a task of the same kind is advised by nothing of acme's.
-	status, header, body := call("POST", "/v1/chat/completions", "k-other",
-		map[string]any{"model": "hippocam-sim", "seed": 1, "messages": []msg{{"user", tasks[1].Messages[len(tasks[1].Messages)-1].Content}}}, "Hippocam-Session", "b1")
-	if status != 200 {
-		t.Fatalf("other tenant: %d %s", status, body)
+	// Eight tasks of one family at once, ended at once, on one cluster: every update lands.
+	family := tasks[1].Messages[len(tasks[1].Messages)-1].Content
+	var cluster string
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			id := fmt.Sprintf("par-%d", i)
+			status, header, body := call("POST", "/v1/chat/completions", "k-acme",
+				map[string]any{"model": "hippocam-sim", "seed": 1, "messages": []msg{{"user", family}}}, "Hippocam-Session", id)
+			if status != 200 {
+				t.Errorf("%s: %d %s", id, status, body)
+				return
+			}
+			mu.Lock()
+			if c := header.Get("Hippocam-Cluster"); cluster == "" {
+				cluster = c
+			} else if c != cluster {
+				t.Errorf("%s went to cluster %s, the others to %s", id, c, cluster)
+			}
+			mu.Unlock()
+			if status, _, body := call("POST", "/api/sessions/"+id+"/outcome?wait=1", "k-acme", map[string]any{"feedback": "The task is done."}); status != 200 {
+				t.Errorf("outcome %s: %d %s", id, status, body)
+			}
+		})
 	}
-	if c := header.Get("Hippocam-Cluster"); c == "" {
-		t.Fatal("the other tenant's task was not routed")
+	wg.Wait()
+	// The other tenant: a task of the same kind is routed among its own clusters only.
+	status, header, body := call("POST", "/v1/chat/completions", "k-other",
+		map[string]any{"model": "hippocam-sim", "seed": 1, "messages": []msg{{"user", family}}}, "Hippocam-Session", "b1", "Hippocam-Cluster", cluster)
+	if status != 200 || header.Get("Hippocam-Cluster") == cluster {
+		t.Fatalf("other tenant, pinning acme's cluster %s: %d, cluster %q: %s", cluster, status, header.Get("Hippocam-Cluster"), body)
+	}
+	// Deleting a session removes it from its cluster.
+	if status, _, body := call("DELETE", "/api/sessions/par-0", "k-acme", nil); status != 204 {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	<-exited
+	exited <- nil // for the cleanup
+	db := sqlite.New(filepath.Join(dir, "learn.db"))
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := db.Cluster(context.Background(), "acme", cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < 8; i++ {
+		if !c.HasApplied(fmt.Sprintf("par-%d", i)) {
+			t.Errorf("par-%d's update did not land", i)
+		}
+	}
+	if c.HasApplied("par-0") {
+		t.Error("the deleted session still feeds its cluster")
+	}
+	theirs, _ := db.Clusters(context.Background(), "other")
+	for _, oc := range theirs {
+		if oc.ID == cluster || oc.Trajectories != 0 {
+			t.Errorf("tenant other holds %+v", oc)
+		}
 	}
 }
