@@ -158,6 +158,7 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		{"hippocam_learn_updates_total", "Cluster updates applied from ended tasks.", func(s sessions.Stats) int64 { return s.Learned }},
 		{"hippocam_learn_stateless_total", "Task starts that ran without memory because the router gave up or failed.", func(s sessions.Stats) int64 { return s.Stateless }},
 		{"hippocam_job_runs_failed_total", "Job runs that failed and were put back in the queue (consolidation and cluster updates).", func(s sessions.Stats) int64 { return s.JobsFailed }},
+		{"hippocam_jobs_left_failed_total", "Jobs that kept failing and were left failed in the queue (not due again for a day).", func(s sessions.Stats) int64 { return s.JobsLeftFailed }},
 	} {
 		read := c.read
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(read(svc.Stats())) }))

@@ -29,6 +29,11 @@ const (
 	defaultJobPoll  = time.Second
 	defaultJobLease = 30 * time.Second
 	maxJobBackoff   = time.Minute
+	// maxJobAttempts is how often a failing job runs before it is left failed: queued, with its
+	// last error, not due again for failedJobWait (counted, logged as an error; an operator's
+	// fix and a restart, or the next outcome of the session, make it run again).
+	maxJobAttempts = 10
+	failedJobWait  = 24 * time.Hour
 )
 
 // Stats counts what the service did about latency, since it started.
@@ -44,11 +49,13 @@ type Stats struct {
 	// Stateless counts task starts the router could not route (they ran without memory);
 	// Learned the cluster updates from ended tasks.
 	Stateless, Learned int64
+	// JobsLeftFailed counts jobs that failed maxJobAttempts times and were left failed.
+	JobsLeftFailed int64
 }
 
 type stats struct {
 	waitsRunning, waitsInline, stood, redone, jobsDone, jobsFailed atomic.Int64
-	stateless, learned                                             atomic.Int64
+	stateless, learned, jobsGaveUp                                 atomic.Int64
 }
 
 // Stats returns the service's counters.
@@ -57,7 +64,7 @@ func (s *Service) Stats() Stats {
 		WaitsRunning: s.stats.waitsRunning.Load(), WaitsInline: s.stats.waitsInline.Load(),
 		SpeculationStood: s.stats.stood.Load(), SpeculationRedone: s.stats.redone.Load(),
 		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
-		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(),
+		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
 	}
 }
 
@@ -191,11 +198,17 @@ func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
 		return
 	}
 	s.stats.jobsFailed.Add(1)
-	after := min(maxJobBackoff, time.Duration(1<<min(j.Attempts, 10))*100*time.Millisecond)
+	after := min(maxJobBackoff, time.Duration(1<<min(j.Attempts, 10))*s.cfg.JobBackoff)
 	if hippocam.ErrorCode(err) == hippocam.ECONFLICT || ctx.Err() != nil {
 		after = 0 // another step committed first, or the server stops: run again on the new state
 	}
-	s.log.Warn("a consolidation job failed; it will run again", logTenant, j.Tenant, logSession, j.Session, "attempts", j.Attempts, "error", err)
+	if j.Attempts >= maxJobAttempts && hippocam.ErrorCode(err) != hippocam.ECONFLICT && ctx.Err() == nil {
+		after = failedJobWait
+		s.stats.jobsGaveUp.Add(1)
+		s.log.Error("a job kept failing; it is left failed in the queue", "kind", j.Kind, logTenant, j.Tenant, logSession, j.Session, "attempts", j.Attempts, "error", err)
+	} else {
+		s.log.Warn("a job failed; it will run again", "kind", j.Kind, logTenant, j.Tenant, logSession, j.Session, "attempts", j.Attempts, "error", err)
+	}
 	if err := s.cfg.Store.RetryJob(settle, j, s.owner, after, err.Error()); err != nil {
 		s.log.Warn("putting a job back", logTenant, j.Tenant, logSession, j.Session, "error", err)
 	}

@@ -296,3 +296,68 @@ func TestLearningLessonsWaitForAttempts(t *testing.T) {
 		t.Fatalf("LearnTask again: %d clusters, %v: nothing was waiting", n, err)
 	}
 }
+
+// refusingModel answers every call of one role with a 400, and passes the rest on.
+type refusingModel struct {
+	inner hippocam.Model
+	role  hippocam.CallRole
+}
+
+func (m refusingModel) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	if req.Role == m.role {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "refused")
+	}
+	return m.inner.Complete(ctx, req)
+}
+
+// A model fault during a cluster update: the job retries, then is left failed in the queue,
+// counted; the cluster is as it was, never half-applied.
+func TestLearningUpdateFaultLeftFailed(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	tok := tokenizer.MustDefault()
+	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
+		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &learn.Env{Model: refusingModel{model, hippocam.CallRBJudge}, Tok: tok}
+	systems, err := library.Library(env, []string{"reasoning_bank"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Learn: sessions.LearnGlobal, Systems: systems, LearnEnv: env,
+		JobPoll: time.Millisecond, JobBackoff: time.Microsecond, JobLease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := task(t, svc, "acme", "f1", salesTask, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.EndTask(ctx, "acme", "f1", sessions.Outcome{Feedback: "feedback: status_filter = all wrong"}, false); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { svc.RunJobs(wctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for svc.Stats().JobsLeftFailed == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the failing job was never left failed: %+v", svc.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if n, _ := st.QueuedJobs(ctx); n != 1 {
+		t.Fatalf("%d jobs queued: the failed job must stay visible", n)
+	}
+	c, _ := st.Cluster(ctx, "acme", "global")
+	if c.Trajectories != 0 || c.Version != 0 {
+		t.Fatalf("the cluster changed: %+v", c)
+	}
+}

@@ -70,6 +70,9 @@ type Config struct {
 	Workers  int
 	JobPoll  time.Duration
 	JobLease time.Duration
+	// JobBackoff is the wait before a failed job's first retry, doubled for each later one, up
+	// to a minute (default 100 ms).
+	JobBackoff time.Duration
 	// Learn is LearnOff (the default), LearnGlobal (one cluster for every task) or LearnRouted
 	// (the router picks or creates a cluster per task; learning.go). Systems is the library of
 	// memory systems offered (the first is the system of the global cluster and of pinned
@@ -116,6 +119,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.JobLease <= 0 {
 		cfg.JobLease = defaultJobLease
+	}
+	if cfg.JobBackoff <= 0 {
+		cfg.JobBackoff = 100 * time.Millisecond
 	}
 	switch cfg.Learn {
 	case "":
