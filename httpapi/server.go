@@ -126,6 +126,13 @@ func (s *Server) routes() {
 	s.handle("POST /api/tasks/{key}/learn", "learn", s.learnTask)
 	s.handle("GET /api/sessions/{id}/nodes/{ref}", "node", s.getNode)
 	s.handle("GET /api/sessions/{id}/expand", "expand", s.expand)
+	s.handle("GET /api/clusters", "clusters", s.listClusters)
+	s.handle("GET /api/clusters/{id}", "cluster", s.getCluster)
+	s.handle("DELETE /api/clusters/{id}", "cluster_delete", s.deleteCluster)
+	s.handle("GET /api/lessons", "lessons", s.listLessons)
+	s.handle("GET /api/lessons/export", "lessons_export", s.exportLessons)
+	s.handle("POST /api/lessons/import", "lessons_import", s.importLessons)
+	s.handle("DELETE /api/lessons/{id}", "lesson_delete", s.deleteLesson)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}`))

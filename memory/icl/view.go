@@ -1,0 +1,18 @@
+package icl
+
+import "encoding/json"
+
+// StateView is a state as the REST API and the viewer show it: the trajectories the cluster
+// keeps, oldest first, each as its request, the answer and the feedback. The list is never null.
+type StateView struct {
+	Trajectories []Entry `json:"trajectories"`
+}
+
+// View renders state for the REST API. EINVALID for a state that is not this system's.
+func View(state json.RawMessage) (*StateView, error) {
+	st, err := Decode(state)
+	if err != nil {
+		return nil, err
+	}
+	return &StateView{Trajectories: append([]Entry{}, st.Trajectories...)}, nil
+}
