@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -163,4 +164,14 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		read := c.read
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(read(svc.Stats())) }))
 	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hippocam_jobs_queued",
+		Help: "Jobs in the store's queue (consolidations and cluster updates; running, due, or left failed), every replica's."}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		n, err := svc.QueuedJobs(ctx)
+		if err != nil {
+			return -1
+		}
+		return float64(n)
+	}))
 }

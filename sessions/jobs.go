@@ -68,6 +68,9 @@ func (s *Service) Stats() Stats {
 	}
 }
 
+// QueuedJobs counts the store's queued jobs (running, due, or left failed).
+func (s *Service) QueuedJobs(ctx context.Context) (int, error) { return s.cfg.Store.QueuedJobs(ctx) }
+
 // running tracks the lock keys held by running jobs, so that a request can tell it waits for one.
 type running struct {
 	mu sync.Mutex
