@@ -361,3 +361,55 @@ func TestLearningUpdateFaultLeftFailed(t *testing.T) {
 		t.Fatalf("the cluster changed: %+v", c)
 	}
 }
+
+// Two replicas over one Postgres: tasks of one family start and end on either, each replica's
+// workers take whichever update jobs the shared queue holds, and every update lands once.
+func TestLearningReplicasPostgres(t *testing.T) {
+	dsn := postgresSchema(t)
+	ctx := context.Background()
+	stores := [2]hippocam.Store{openPostgres(t, dsn), openPostgres(t, dsn)}
+	svcs := [2]*sessions.Service{learningService(t, sessions.LearnRouted, stores[0]), learningService(t, sessions.LearnRouted, stores[1])}
+	first, err := task(t, svcs[0], "acme", "p0", salesTask, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 1; i <= 8; i++ {
+		wg.Go(func() {
+			svc := svcs[i%2]
+			id := fmt.Sprintf("p%d", i)
+			if _, err := task(t, svc, "acme", id, salesTask, func(r *sessions.Request) { r.Cluster = first.Learning.Cluster }); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := svc.EndTask(ctx, "acme", id, sessions.Outcome{Feedback: "feedback: status_filter = all wrong"}, false); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	wctx, stop := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	for _, svc := range svcs {
+		workers.Go(func() { svc.RunJobs(wctx) })
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := stores[0].Cluster(ctx, "acme", first.Learning.Cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Trajectories == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 8 updates landed", c.Trajectories)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	workers.Wait()
+	if n, _ := stores[1].QueuedJobs(ctx); n != 0 {
+		t.Fatalf("%d jobs left", n)
+	}
+}
