@@ -74,6 +74,9 @@ type sessionJSON struct {
 	// which session this one forked from and after how many transcript messages.
 	Framing []messageJSON  `json:"framing"`
 	Fork    *hippocam.Fork `json:"fork,omitempty"`
+	// Learning is the session as a task of the learning layer: its routing decision, its
+	// advisory and, once ended, its outcome. Absent for a session that learning never saw.
+	Learning *hippocam.TaskLearning `json:"learning,omitempty"`
 }
 
 // listSessions is GET /api/sessions.
@@ -99,7 +102,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 	out := sessionJSON{ID: sess.ID, CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, Version: sess.Version,
 		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
 		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations,
-		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork}
+		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork, Learning: sess.Transcript.Learning}
 	if out.Stack == nil {
 		out.Stack = hippocam.IntentStack{}
 	}

@@ -10,6 +10,14 @@
 // its tree; messages show their wire format, their exact raw JSON on demand, and a label for
 // each non-text part.
 //
+// When the server learns (hippocam serve --learn), a session also shows its task's routing
+// decision (cluster, memory system, decision and the router's reason), the advisory it read and,
+// once ended, its outcome. Two more pages show what was learned: the clusters (system, scope,
+// trajectories, latest update; one opened shows its state as its memory system keeps it, read
+// from /api/clusters…) and the lessons (in force and superseded, with what replaced them and why,
+// their conditions, evidence and provenance, and a button that downloads the Markdown lessons
+// file from /api/lessons/export).
+//
 // The page is plain HTML, CSS and JavaScript embedded in the binary: no build step, nothing
 // fetched from elsewhere. It reads the JSON REST API of package httpapi from the same origin
 // (/api/sessions…), so the handler is meant to be mounted at "/" beside that API. When the API
@@ -49,7 +57,7 @@ type asset struct {
 }
 
 // Handler returns the viewer's HTTP handler. It answers GET and HEAD for "/" (the page) and
-// "/assets/NAME" (its script and style sheet), 404 for any other path and 405 for any other
+// "/assets/NAME" (its scripts and style sheet), 404 for any other path and 405 for any other
 // method. Responses carry an ETag and Cache-Control: no-cache, so a browser revalidates and
 // picks up a new binary's assets at once.
 func Handler() http.Handler {

@@ -19,6 +19,7 @@ func TestHandler(t *testing.T) {
 			{"/", "text/html", `<script src="/assets/app.js"`},
 			{"/assets/app.js", "javascript", "'use strict'"},
 			{"/assets/style.css", "text/css", ":root"},
+			{"/assets/learning.js", "javascript", "window.hippocamLearning"},
 		} {
 			rec := serve(h, httptest.NewRequest(http.MethodGet, tc.path, nil))
 			if rec.Code != http.StatusOK {

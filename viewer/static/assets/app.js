@@ -18,6 +18,7 @@
     guidance: 'guidance',
     intent_memory: 'intent memory',
     prefix_memory: 'prefix memory',
+    advisory: 'advisory',
     framing: 'framing',
     branch: 'branch',
   };
@@ -26,6 +27,7 @@
     guidance: 'Written by JANUS (intent stack maintenance)',
     intent_memory: 'Written by PRECIP: a finished intent, consolidated',
     prefix_memory: 'Written by PALIM: an old prefix, consolidated',
+    advisory: 'Read out of the task’s cluster by the learning layer when the task started',
     framing: 'A mark where the agent’s framing (its system and developer messages) changed; it holds that version',
     branch: 'A mark where an answer was regenerated; it holds the earlier answer',
   };
@@ -37,6 +39,7 @@
     sessions: [],
     listLoaded: false,
     selected: undefined, // session id; null when none is selected, undefined before the first route
+    page: null, // a learning page instead of a session: {name: 'clusters' or 'lessons', id}
     detail: null, // the session as the API returned it
     detailError: null,
     view: 'context', // 'context' or 'transcript'
@@ -157,8 +160,10 @@
     }
   }
 
-  async function api(path, method) {
-    const headers = { Accept: 'application/json' };
+  // call sends one request with the key and returns the response when it succeeded; an error
+  // answer becomes an APIError (and a 401 asks for a key).
+  async function call(path, method, accept) {
+    const headers = { Accept: accept || 'application/json' };
     if (state.key) headers.Authorization = 'Bearer ' + state.key;
     let res;
     try {
@@ -166,16 +171,26 @@
     } catch (err) {
       throw new APIError(0, 'The server cannot be reached (' + err.message + ').');
     }
-    if (res.status === 204) return null;
+    if (res.ok) return res;
     let body = null;
     try { body = await res.json(); } catch { body = null; }
-    if (!res.ok) {
-      const e = (body && body.error) || {};
-      const err = new APIError(res.status, e.message || res.status + ' ' + res.statusText, e.code);
-      if (res.status === 401) askForKey(err);
-      throw err;
-    }
-    return body;
+    const e = (body && body.error) || {};
+    const err = new APIError(res.status, e.message || res.status + ' ' + res.statusText, e.code);
+    if (res.status === 401) askForKey(err);
+    throw err;
+  }
+
+  async function api(path, method) {
+    const res = await call(path, method);
+    if (res.status === 204) return null;
+    try { return await res.json(); } catch { return null; }
+  }
+
+  // apiText fetches a text document (the lessons export) with the key.
+  async function apiText(path, accept) {
+    const res = await call(path, 'GET', accept || 'text/markdown, text/plain');
+    const name = /filename="([^"]+)"/.exec(res.headers.get('Content-Disposition') || '');
+    return { text: await res.text(), type: res.headers.get('Content-Type') || 'text/plain', filename: name ? name[1] : '' };
   }
 
   const sessionPath = (id) => '/api/sessions/' + encodeURIComponent(id);
@@ -374,14 +389,24 @@
   // ---------- selection and routing ----------
 
   // The hash names the session, and may name a divergence point to show in its transcript:
-  // #/session/ID or #/session/ID/at/N (after N transcript messages). ID is URI-encoded.
+  // #/session/ID or #/session/ID/at/N (after N transcript messages). ID is URI-encoded. It may
+  // name a learning page instead: #/clusters, #/clusters/ID (one cluster open) or #/lessons.
   function hashRoute() {
+    const none = { id: null, at: null, page: null };
+    const p = /^#\/(clusters|lessons)(?:\/(.+))?$/.exec(location.hash);
+    if (p) {
+      try {
+        return { id: null, at: null, page: { name: p[1], id: p[2] === undefined || p[1] !== 'clusters' ? null : decodeURIComponent(p[2]) } };
+      } catch {
+        return { id: null, at: null, page: { name: p[1], id: null } };
+      }
+    }
     const m = /^#\/session\/([^/]+)\/at\/([0-9]+)$/.exec(location.hash) || /^#\/session\/(.+)$/.exec(location.hash);
-    if (!m) return { id: null, at: null };
+    if (!m) return none;
     try {
-      return { id: decodeURIComponent(m[1]), at: m[2] === undefined ? null : Number(m[2]) };
+      return { id: decodeURIComponent(m[1]), at: m[2] === undefined ? null : Number(m[2]), page: null };
     } catch {
-      return { id: null, at: null };
+      return none;
     }
   }
 
@@ -408,11 +433,34 @@
   }
 
   function route() {
-    const { id, at } = hashRoute();
-    if (id === state.selected) {
+    const { id, at, page } = hashRoute();
+    const wasPage = state.page;
+    state.page = page;
+    renderNav();
+    if (page) {
+      if (state.selected) clearSelection(null);
+      state.selected = null;
+      renderSessions();
+      learning.open(page, !wasPage || wasPage.name !== page.name);
+      renderDetail();
+      return;
+    }
+    if (id === state.selected && !wasPage) {
       if (id && at !== null) showPoint(at);
       return;
     }
+    clearSelection(id);
+    if (at !== null) {
+      state.view = 'transcript';
+      state.focusAt = at;
+    }
+    renderSessions();
+    renderDetail();
+    if (id) loadDetail();
+  }
+
+  // clearSelection selects the session id (or none) with nothing of it loaded or opened yet.
+  function clearSelection(id) {
     state.selected = id;
     state.detail = null;
     state.detailError = null;
@@ -428,13 +476,16 @@
     state.framingTried = null;
     state.focusAt = null;
     state.showAllLog = false;
-    if (at !== null) {
-      state.view = 'transcript';
-      state.focusAt = at;
+  }
+
+  // renderNav marks the part of the viewer shown: sessions, clusters or lessons.
+  function renderNav() {
+    const current = state.page ? state.page.name : 'sessions';
+    for (const a of document.querySelectorAll('#nav [data-page]')) {
+      const on = a.dataset.page === current;
+      a.classList.toggle('active', on);
+      if (on) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
     }
-    renderSessions();
-    renderDetail();
-    if (id) loadDetail();
   }
 
   // showPoint shows the selected session's transcript at a divergence point.
@@ -510,6 +561,7 @@
     state.polling = true;
     try {
       await loadSessions();
+      if (state.page) await learning.load(force);
       showError('');
       const sel = state.selected && state.sessions.find((s) => s.id === state.selected);
       if (state.selected && (force || !state.detail || (sel && !sameInstant(sel.updated_at, state.detail.updated_at)))) {
@@ -551,6 +603,12 @@
   function renderDetail() {
     const main = $('detail');
     const scroll = window.scrollY;
+    if (state.page) {
+      main.replaceChildren(learning.render(state.page));
+      sizeBars(main);
+      window.scrollTo(0, scroll);
+      return;
+    }
     main.replaceChildren();
     if (!state.selected) {
       main.append(renderWelcome());
@@ -572,7 +630,7 @@
       renderSummary(d),
       el('div', { class: 'columns' },
         el('div', { class: 'col-main' }, Array.isArray(d.framing) ? renderFraming(d) : null, renderContextCard(d)),
-        el('div', { class: 'col-side' }, renderStack(d), renderUsage(d), renderStackLog(d))));
+        el('div', { class: 'col-side' }, learning.sessionCard(d), renderStack(d), renderUsage(d), renderStackLog(d))));
     sizeBars(main);
     window.scrollTo(0, scroll);
     if (unnumbered) numberFramingsFromExpansion(d);
@@ -1255,6 +1313,23 @@
       if (err.status !== 401) showError('Cannot delete ' + id + ': ' + err.message);
     }
   }
+
+  // ---------- the learning pages (learning.js) ----------
+
+  // learning draws the clusters and lessons pages and a session's routing; learning.js gives
+  // it the viewer's own helpers. Without that file the pages say so and sessions show as ever.
+  const learning = typeof window.hippocamLearning === 'function'
+    ? window.hippocamLearning({
+      el, append, api, apiText, showError, keyAccepted, fmtInt, fmtTime, fmtAgo, plural, sessionLink,
+      renderContent, rerender: () => { if (state.page) renderDetail(); },
+      isSession: (id) => state.sessions.some((s) => String(s.id) === String(id)),
+    })
+    : {
+      open() {},
+      async load() {},
+      render: () => el('div', { class: 'card placeholder', text: 'This page did not load (assets/learning.js).' }),
+      sessionCard: () => null,
+    };
 
   // ---------- start ----------
 
