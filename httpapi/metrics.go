@@ -160,10 +160,16 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		{"hippocam_learn_stateless_total", "Task starts that ran without memory because the router gave up or failed.", func(s sessions.Stats) int64 { return s.Stateless }},
 		{"hippocam_job_runs_failed_total", "Job runs that failed and were put back in the queue (consolidation and cluster updates).", func(s sessions.Stats) int64 { return s.JobsFailed }},
 		{"hippocam_jobs_left_failed_total", "Jobs that kept failing and were left failed in the queue (not due again for a day).", func(s sessions.Stats) int64 { return s.JobsLeftFailed }},
+		{"hippocam_lessons_added_total", "Lessons added by lessons updates.", func(s sessions.Stats) int64 { return s.LessonsAdded }},
+		{"hippocam_lessons_merged_total", "Lessons merged by lessons updates.", func(s sessions.Stats) int64 { return s.LessonsMerged }},
+		{"hippocam_lessons_superseded_total", "Lessons superseded by lessons updates (kept, marked).", func(s sessions.Stats) int64 { return s.LessonsSuperseded }},
+		{"hippocam_jobs_started_total", "Jobs run for the first time (the denominator of the lag).", func(s sessions.Stats) int64 { return s.JobsStarted }},
 	} {
 		read := c.read
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(read(svc.Stats())) }))
 	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hippocam_job_lag_seconds_total",
+		Help: "Time jobs waited from being queued to their first run, summed (divide by hippocam_jobs_started_total)."}, func() float64 { return svc.Stats().JobLag.Seconds() }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hippocam_jobs_queued",
 		Help: "Jobs in the store's queue (consolidations and cluster updates; running, due, or left failed), every replica's."}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -108,7 +108,7 @@ func TestLearningMetrics(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	r := s.do(t, "GET", "/metrics", "", "", nil)
-	for _, want := range []string{`hippocam_learn_routing_total{decision="create",system=`, `hippocam_learn_outcomes_total{update="done"} 1`, "hippocam_learn_updates_total 1", "hippocam_learn_advisory_tokens_total"} {
+	for _, want := range []string{`hippocam_learn_routing_total{decision="create",system=`, `hippocam_learn_outcomes_total{update="done"} 1`, "hippocam_learn_updates_total 1", "hippocam_learn_advisory_tokens_total", "hippocam_lessons_added_total", "hippocam_jobs_queued", "hippocam_job_lag_seconds_total"} {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("metrics lack %s", want)
 		}

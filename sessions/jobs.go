@@ -51,11 +51,27 @@ type Stats struct {
 	Stateless, Learned int64
 	// JobsLeftFailed counts jobs that failed maxJobAttempts times and were left failed.
 	JobsLeftFailed int64
+	// LessonsAdded, LessonsMerged and LessonsSuperseded count what lessons updates did.
+	LessonsAdded, LessonsMerged, LessonsSuperseded int64
+	// JobLag is the total time jobs waited from being queued to their first run, over
+	// JobsStarted of them.
+	JobLag      time.Duration
+	JobsStarted int64
 }
 
 type stats struct {
 	waitsRunning, waitsInline, stood, redone, jobsDone, jobsFailed atomic.Int64
 	stateless, learned, jobsGaveUp                                 atomic.Int64
+	lessonsAdded, lessonsMerged, lessonsSuperseded                 atomic.Int64
+	// lagNanos and lagged add up how long jobs waited from being queued to being run.
+	lagNanos, lagged atomic.Int64
+}
+
+// lessonEvents counts what a lessons update did.
+func (st *stats) lessonEvents(ev map[string]int) {
+	st.lessonsAdded.Add(int64(ev["added"]))
+	st.lessonsMerged.Add(int64(ev["merged"]))
+	st.lessonsSuperseded.Add(int64(ev["superseded"]))
 }
 
 // Stats returns the service's counters.
@@ -65,6 +81,8 @@ func (s *Service) Stats() Stats {
 		SpeculationStood: s.stats.stood.Load(), SpeculationRedone: s.stats.redone.Load(),
 		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
+		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),
+		JobLag: time.Duration(s.stats.lagNanos.Load()), JobsStarted: s.stats.lagged.Load(),
 	}
 }
 
@@ -159,6 +177,10 @@ func (s *Service) RunPendingJobs(ctx context.Context) error {
 
 // runJob runs one claimed job and settles it in the queue.
 func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
+	if j.Attempts == 1 && !j.CreatedAt.IsZero() {
+		s.stats.lagNanos.Add(int64(max(0, time.Since(j.CreatedAt))))
+		s.stats.lagged.Add(1)
+	}
 	// The lease is renewed while the job runs, so that a long PALIM fold is not taken over.
 	jctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/lessons"
 )
 
 // Learning in the proxy (docs/learning.md §4). With Config.Learn on, a session's first request is
@@ -287,6 +288,10 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 		task.Messages = append(task.Messages, m)
 	}
 	traj := hippocam.Trajectory{ID: id, Task: task, Messages: msgs, Feedback: tl.Feedback, Success: tl.Success, Reward: tl.Reward, EndedAt: tl.EndedAt}
+	var before json.RawMessage
+	if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
+		before = c.State
+	}
 	if err := learn.Apply(ctx, s.cfg.Store, sys, tenant, tl.Cluster, []hippocam.Trajectory{traj}); err != nil {
 		if errors.Is(err, learn.ErrGaveUp) {
 			s.log.Warn("learning: the cluster update gave up; the cluster is as it was", logTenant, tenant, logSession, id, "cluster", tl.Cluster, "error", err)
@@ -294,6 +299,13 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	s.stats.learned.Add(1)
+	if sys.Name() == lessons.Name {
+		if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
+			if ev, err := lessons.Events(before, c.State); err == nil {
+				s.stats.lessonEvents(ev)
+			}
+		}
+	}
 	return nil
 }
 

@@ -113,3 +113,25 @@ func Delete(state json.RawMessage, id string) (next json.RawMessage, changed boo
 	next, err = st.JSON()
 	return next, err == nil, err
 }
+
+// Events counts, by event (added, merged, restated, superseded, withdrawn, …), the history
+// entries that after holds and before did not: what one update did to the lessons.
+func Events(before, after json.RawMessage) (map[string]int, error) {
+	b, err := ParseState(before)
+	if err != nil {
+		return nil, err
+	}
+	a, err := ParseState(after)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, l := range a.Lessons {
+		for _, c := range l.History {
+			if c.Update > b.Updates {
+				out[c.Event]++
+			}
+		}
+	}
+	return out, nil
+}
