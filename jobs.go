@@ -51,6 +51,27 @@ type JobQueue interface {
 	RetryJob(ctx context.Context, j *Job, owner string, after time.Duration, reason string) error
 	// QueuedJobs counts the jobs queued (running or not), for metrics and tests.
 	QueuedJobs(ctx context.Context) (int, error)
+	// Jobs lists the tenant's queued jobs, running or not, oldest first (ties by id), so that an
+	// operator sees the work still to do and why it failed; an empty list when it has none.
+	Jobs(ctx context.Context, tenant string) ([]JobInfo, error)
+}
+
+// JobInfo is one queued job as an operator sees it: whose it is, how often it ran, why its last
+// run failed and when it is due next. A job that failed every retry stays queued with its error
+// (sessions' worker gives it a long delay), so this is where a failed update shows.
+type JobInfo struct {
+	ID      int64  `json:"id"`
+	Session string `json:"session"`
+	Kind    string `json:"kind"`
+	// Attempts counts the claims so far; LastError is why the latest failed run failed, empty
+	// when none has.
+	Attempts  int    `json:"attempts"`
+	LastError string `json:"last_error"`
+	// DueAt is when the job may next be claimed.
+	DueAt time.Time `json:"due_at"`
+	// Running reports whether a worker holds a lease on it that has not run out.
+	Running   bool      `json:"running"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // Pending is the consolidation a step left for after its answer: PRECIP for the spans of the

@@ -133,6 +133,7 @@ func (s *Server) routes() {
 	s.handle("GET /api/lessons/export", "lessons_export", s.exportLessons)
 	s.handle("POST /api/lessons/import", "lessons_import", s.importLessons)
 	s.handle("DELETE /api/lessons/{id}", "lesson_delete", s.deleteLesson)
+	s.handle("GET /api/jobs", "jobs", s.listJobs)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}`))

@@ -143,6 +143,25 @@ func (st *Store) QueuedJobs(ctx context.Context) (int, error) {
 	return len(st.jobs), nil
 }
 
+// Jobs lists the tenant's queued jobs, oldest first (ties by id).
+func (st *Store) Jobs(ctx context.Context, tenant string) ([]hippocam.JobInfo, error) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	now := st.now()
+	out := []hippocam.JobInfo{}
+	for _, j := range st.jobs {
+		if j.Tenant != tenant {
+			continue
+		}
+		out = append(out, hippocam.JobInfo{ID: j.ID, Session: j.Session, Kind: j.Kind, Attempts: j.Attempts,
+			LastError: j.lastError, DueAt: j.runAfter, Running: j.leaseUntil.After(now), CreatedAt: j.CreatedAt})
+	}
+	slices.SortFunc(out, func(a, b hippocam.JobInfo) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
 func lostLease(j *hippocam.Job) error {
 	return hippocam.Errorf(hippocam.ECONFLICT, "job %d (%s of session %q): the lease is lost", j.ID, j.Kind, j.Session)
 }

@@ -116,6 +116,31 @@ func (db *DB) QueuedJobs(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// Jobs lists the tenant's queued jobs, oldest first (ties by id). Whether a lease is live is
+// judged by the server's clock, as claims judge it.
+func (db *DB) Jobs(ctx context.Context, tenant string) ([]hippocam.JobInfo, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, session, kind, attempts, last_error, run_after,
+			coalesce(lease_until > now(), false), created_at
+		FROM jobs WHERE tenant = $1 ORDER BY created_at, id`, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: jobs: %w", err)
+	}
+	out := []hippocam.JobInfo{}
+	for rows.Next() {
+		var j hippocam.JobInfo
+		if err := rows.Scan(&j.ID, &j.Session, &j.Kind, &j.Attempts, &j.LastError, &j.DueAt, &j.Running, &j.CreatedAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("postgres: jobs: %w", err)
+		}
+		j.DueAt, j.CreatedAt = j.DueAt.UTC(), j.CreatedAt.UTC()
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: jobs: %w", err)
+	}
+	return out, nil
+}
+
 // heldResult turns the result of a statement conditioned on held into ECONFLICT when it
 // changed no row.
 func heldResult(tag pgconn.CommandTag, err error, op string, j *hippocam.Job) error {

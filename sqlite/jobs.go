@@ -96,6 +96,30 @@ func (db *DB) QueuedJobs(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// Jobs lists the tenant's queued jobs, oldest first (ties by id).
+func (db *DB) Jobs(ctx context.Context, tenant string) ([]hippocam.JobInfo, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT id, session, kind, attempts, last_error, run_after, lease_until > ?, created_at
+		FROM jobs WHERE tenant = ? ORDER BY created_at, id`, db.now().UnixMicro(), tenant)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: jobs: %w", err)
+	}
+	defer rows.Close()
+	out := []hippocam.JobInfo{}
+	for rows.Next() {
+		var j hippocam.JobInfo
+		var due, created int64
+		if err := rows.Scan(&j.ID, &j.Session, &j.Kind, &j.Attempts, &j.LastError, &due, &j.Running, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: jobs: %w", err)
+		}
+		j.DueAt, j.CreatedAt = time.UnixMicro(due).UTC(), time.UnixMicro(created).UTC()
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: jobs: %w", err)
+	}
+	return out, nil
+}
+
 func (db *DB) updateHeld(ctx context.Context, op string, j *hippocam.Job, query string, args ...any) error {
 	res, err := db.write.ExecContext(ctx, query, args...)
 	return heldResult(res, err, op, j)

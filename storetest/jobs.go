@@ -173,6 +173,7 @@ func testJobs(t *testing.T, open func(t *testing.T) hippocam.Store) {
 		}
 	})
 	t.Run("Concurrent", func(t *testing.T) { testJobsConcurrent(t, open) })
+	t.Run("List", func(t *testing.T) { testJobsList(t, open) })
 	t.Run("DeleteSession", func(t *testing.T) {
 		st := open(t)
 		s := mustCreate(t, st, "acme", "s1")
@@ -239,6 +240,74 @@ func testJobs(t *testing.T, open func(t *testing.T) hippocam.Store) {
 			t.Errorf("cleared Pending read back %#v", again.Pending)
 		}
 	})
+}
+
+// testJobsList checks Jobs: a tenant's queued jobs, oldest first, with their attempts, last
+// error, schedule and lease, and none of another tenant's.
+func testJobsList(t *testing.T, open func(t *testing.T) hippocam.Store) {
+	st := open(t)
+	if got, err := st.Jobs(t.Context(), "acme"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("Jobs of an empty store = %#v, %v; want an empty list", got, err)
+	}
+	start := time.Now().Add(-time.Second)
+	for _, id := range []string{"b", "a"} {
+		mustCommitJobs(t, st, mustCreate(t, st, "acme", id), []hippocam.Job{{Kind: hippocam.JobConsolidate}})
+		tick()
+	}
+	mustCommitJobs(t, st, mustCreate(t, st, "globex", "g"), []hippocam.Job{{Kind: "other"}})
+	// b's job fails and waits an hour; a's job is then claimed and running.
+	failed := mustClaim(t, st, "w", time.Hour)
+	if failed == nil || failed.Session != "b" {
+		t.Fatalf("claimed %+v, want b's job", failed)
+	}
+	if err := st.RetryJob(t.Context(), failed, "w", time.Hour, "model unavailable"); err != nil {
+		t.Fatal(err)
+	}
+	running := mustClaim(t, st, "w", time.Hour)
+	if running == nil || running.Session != "a" {
+		t.Fatalf("claimed %+v, want a's job", running)
+	}
+	got, err := st.Jobs(t.Context(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Session != "b" || got[1].Session != "a" {
+		t.Fatalf("Jobs(acme) = %+v, want b's job then a's", got)
+	}
+	b, a := got[0], got[1]
+	if b.ID != failed.ID || b.Kind != hippocam.JobConsolidate || b.Attempts != 1 || b.LastError != "model unavailable" ||
+		b.Running || b.DueAt.Before(time.Now().Add(50*time.Minute)) || b.CreatedAt.Before(start) {
+		t.Errorf("the failed job lists as %+v, want attempt 1, its error, not running, due in about an hour", b)
+	}
+	if a.ID != running.ID || a.Attempts != 1 || a.LastError != "" || !a.Running || a.DueAt.After(time.Now()) ||
+		!a.CreatedAt.After(b.CreatedAt) {
+		t.Errorf("the running job lists as %+v, want attempt 1, no error, running, already due, created after b's", a)
+	}
+	other, err := st.Jobs(t.Context(), "globex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(other) != 1 || other[0].Session != "g" || other[0].Kind != "other" || other[0].Running {
+		t.Errorf("Jobs(globex) = %+v, want only g's job, not running", other)
+	}
+	if none, err := st.Jobs(t.Context(), "initech"); err != nil || len(none) != 0 {
+		t.Errorf("Jobs of a tenant with no jobs = %+v, %v", none, err)
+	}
+	// A lease that ran out no longer counts as running.
+	if err := st.FinishJob(t.Context(), running, "w"); err != nil {
+		t.Fatal(err)
+	}
+	g := mustClaim(t, st, "w", 50*time.Millisecond)
+	if g == nil || g.Tenant != "globex" {
+		t.Fatalf("claimed %+v, want globex's job", g)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if other, err := st.Jobs(t.Context(), "globex"); err != nil || len(other) != 1 || other[0].Running || other[0].Attempts != 1 {
+		t.Errorf("after its lease ran out, Jobs(globex) = %+v, %v; want it not running, at attempt 1", other, err)
+	}
+	if got, err := st.Jobs(t.Context(), "acme"); err != nil || len(got) != 1 || got[0].ID != failed.ID {
+		t.Errorf("after a's job finished, Jobs(acme) = %+v, %v; want b's job alone", got, err)
+	}
 }
 
 // testJobsConcurrent has several owners claim at once: each job is claimed exactly once.

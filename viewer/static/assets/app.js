@@ -39,7 +39,7 @@
     sessions: [],
     listLoaded: false,
     selected: undefined, // session id; null when none is selected, undefined before the first route
-    page: null, // a learning page instead of a session: {name: 'clusters' or 'lessons', id}
+    page: null, // another page instead of a session: {name: 'clusters', 'lessons' or 'jobs', id}
     detail: null, // the session as the API returned it
     detailError: null,
     view: 'context', // 'context' or 'transcript'
@@ -390,10 +390,10 @@
 
   // The hash names the session, and may name a divergence point to show in its transcript:
   // #/session/ID or #/session/ID/at/N (after N transcript messages). ID is URI-encoded. It may
-  // name a learning page instead: #/clusters, #/clusters/ID (one cluster open) or #/lessons.
+  // name another page instead: #/clusters, #/clusters/ID (one cluster open), #/lessons or #/jobs.
   function hashRoute() {
     const none = { id: null, at: null, page: null };
-    const p = /^#\/(clusters|lessons)(?:\/(.+))?$/.exec(location.hash);
+    const p = /^#\/(clusters|lessons|jobs)(?:\/(.+))?$/.exec(location.hash);
     if (p) {
       try {
         return { id: null, at: null, page: { name: p[1], id: p[2] === undefined || p[1] !== 'clusters' ? null : decodeURIComponent(p[2]) } };
@@ -441,7 +441,7 @@
       if (state.selected) clearSelection(null);
       state.selected = null;
       renderSessions();
-      learning.open(page, !wasPage || wasPage.name !== page.name);
+      pageOf(page).open(page, !wasPage || wasPage.name !== page.name);
       renderDetail();
       return;
     }
@@ -561,7 +561,7 @@
     state.polling = true;
     try {
       await loadSessions();
-      if (state.page) await learning.load(force);
+      if (state.page) await pageOf(state.page).load(force);
       showError('');
       const sel = state.selected && state.sessions.find((s) => s.id === state.selected);
       if (state.selected && (force || !state.detail || (sel && !sameInstant(sel.updated_at, state.detail.updated_at)))) {
@@ -604,7 +604,7 @@
     const main = $('detail');
     const scroll = window.scrollY;
     if (state.page) {
-      main.replaceChildren(learning.render(state.page));
+      main.replaceChildren(pageOf(state.page).render(state.page));
       sizeBars(main);
       window.scrollTo(0, scroll);
       return;
@@ -1330,6 +1330,22 @@
       render: () => el('div', { class: 'card placeholder', text: 'This page did not load (assets/learning.js).' }),
       sessionCard: () => null,
     };
+
+  // jobs draws the jobs page (jobs.js): the tenant's queued background jobs and their errors.
+  const jobs = typeof window.hippocamJobs === 'function'
+    ? window.hippocamJobs({
+      el, api, keyAccepted, fmtInt, fmtTime, fmtAgo, sessionLink,
+      rerender: () => { if (state.page) renderDetail(); },
+      isSession: (id) => state.sessions.some((s) => String(s.id) === String(id)),
+    })
+    : {
+      open() {},
+      async load() {},
+      render: () => el('div', { class: 'card placeholder', text: 'This page did not load (assets/jobs.js).' }),
+    };
+
+  // pageOf is the script that draws a page other than the sessions.
+  const pageOf = (page) => (page.name === 'jobs' ? jobs : learning);
 
   // ---------- start ----------
 
