@@ -40,6 +40,7 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/library"
 )
 
 // DefaultMaxForks bounds the forks of one session name when Config.MaxForks is zero. It is
@@ -136,6 +137,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.AdvisoryBudget <= 0 {
 		cfg.AdvisoryBudget = cfg.Engine.Config().Window / 4
 	}
+	library.SetBudget(cfg.Systems, cfg.AdvisoryBudget) // a hippocam cluster's context is its advisory
 	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages),
 		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]int{}}}, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
-	"github.com/hippocam/hippocam/memory/hippocamsys"
 	"github.com/hippocam/hippocam/memory/icl"
 	"github.com/hippocam/hippocam/memory/lessons"
 	"github.com/hippocam/hippocam/memory/library"
@@ -67,8 +66,6 @@ func Conditions() []string {
 	return []string{Stateless, BestOfN, GlobalICL, RoutedICL, RoutedCL, GlobalRB, RoutedRB, Lessons, LessonsAppendOnly, GroundTruth}
 }
 
-// minClusterWindow is the smallest window the engine accepts for a cluster session.
-const minClusterWindow = 512
 
 // build makes the condition's systems over env. A hippocam cluster's session gets the advisory
 // budget as its window, so that the engine's own pressure control keeps its context, which is
@@ -84,11 +81,7 @@ func (c condition) build(env *learn.Env, budget int) ([]hippocam.MemorySystem, e
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range systems {
-		if h, ok := s.(*hippocamsys.System); ok {
-			h.Window = max(budget, minClusterWindow)
-		}
-	}
+	library.SetBudget(systems, budget)
 	return systems, nil
 }
 

@@ -55,3 +55,17 @@ func Library(env *learn.Env, ids []string) ([]hippocam.MemorySystem, error) {
 	}
 	return systems, nil
 }
+
+// MinClusterWindow is the smallest window a hippocam cluster's session is kept within.
+const MinClusterWindow = 512
+
+// SetBudget sets what the systems keep within the advisory budget: a hippocam cluster's session
+// is kept within it (at least MinClusterWindow), so that its context, which is its advisory,
+// fits. The other systems take the budget with each Read.
+func SetBudget(systems []hippocam.MemorySystem, budget int) {
+	for _, s := range systems {
+		if h, ok := s.(*hippocamsys.System); ok {
+			h.Window = max(budget, MinClusterWindow)
+		}
+	}
+}
