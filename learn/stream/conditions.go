@@ -66,7 +66,6 @@ func Conditions() []string {
 	return []string{Stateless, BestOfN, GlobalICL, RoutedICL, RoutedCL, GlobalRB, RoutedRB, Lessons, LessonsAppendOnly, GroundTruth}
 }
 
-
 // build makes the condition's systems over env. A hippocam cluster's session gets the advisory
 // budget as its window, so that the engine's own pressure control keeps its context, which is
 // the advisory, within the budget (the system trims what still does not fit).
