@@ -6,8 +6,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -411,18 +409,10 @@ func (r *LearnReport) roleTable(b *strings.Builder) {
 // (learn-pareto.svg, learn-curve.svg, learn-entries.svg) and every stream as
 // stream-SEED.jsonl, which `hippocam learn --stream` reads. It returns the paths written.
 func (r *LearnReport) WriteDir(dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
+	files, err := reportFiles(r, "learn", r.Markdown())
 	if err != nil {
-		return nil, fmt.Errorf("encode results: %w", err)
+		return nil, err
 	}
-	type file struct {
-		name string
-		data []byte
-	}
-	files := []file{{"learn.json", append(js, '\n')}, {"learn.md", []byte(r.Markdown())}}
 	if len(r.Summary) > 0 {
 		files = append(files, file{"learn-pareto.svg", LearnParetoPlot(r.Summary)},
 			file{"learn-curve.svg", LearnCurvePlot(r.Summary, r.Config.CurveWindow)},
@@ -435,15 +425,7 @@ func (r *LearnReport) WriteDir(dir string) ([]string, error) {
 		}
 		files = append(files, file{fmt.Sprintf("stream-%d.jsonl", st.Seed), data})
 	}
-	var paths []string
-	for _, f := range files {
-		p := filepath.Join(dir, f.name)
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
-			return paths, fmt.Errorf("write %s: %w", p, err)
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
+	return writeFiles(dir, files)
 }
 
 // BuildRevision is the VCS revision the running binary was built from, with "+dirty" when its

@@ -153,18 +153,10 @@ func thousands(n int64) string {
 // largest agentic workload), accuracy.svg (accuracy against fact-stream length) and cost.svg
 // (cost per right answer). It returns the paths written.
 func (r *Report) WriteDir(dir string) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create %s: %w", dir, err)
-	}
-	js, err := json.MarshalIndent(r, "", "  ")
+	files, err := reportFiles(r, "results", r.Markdown())
 	if err != nil {
-		return nil, fmt.Errorf("encode results: %w", err)
+		return nil, err
 	}
-	type file struct {
-		name string
-		data []byte
-	}
-	files := []file{{"results.json", append(js, '\n')}, {"results.md", []byte(r.Markdown())}}
 	if svg, ok := UncachedPlot(r.Results, NameAgentic); ok {
 		files = append(files, file{"uncached.svg", svg})
 	}
@@ -173,6 +165,29 @@ func (r *Report) WriteDir(dir string) ([]string, error) {
 	}
 	if svg, ok := CostPlot(r.Results, r.policies()); ok {
 		files = append(files, file{"cost.svg", svg})
+	}
+	return writeFiles(dir, files)
+}
+
+// file is one file a report writes.
+type file struct {
+	name string
+	data []byte
+}
+
+// reportFiles is a report's NAME.json (indented) and NAME.md.
+func reportFiles(r any, name, markdown string) ([]file, error) {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode results: %w", err)
+	}
+	return []file{{name + ".json", append(js, '\n')}, {name + ".md", []byte(markdown)}}, nil
+}
+
+// writeFiles writes files into dir (created if missing) and returns their paths.
+func writeFiles(dir string, files []file) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
 	}
 	var paths []string
 	for _, f := range files {

@@ -365,36 +365,17 @@ func (s *Server) oneLessonsCluster(ctx context.Context, tenant, id string) (stri
 	return "", hippocam.Errorf(hippocam.EINVALID, "there are several lessons clusters (%s): name one with ?cluster=ID", strings.Join(ids, ", "))
 }
 
-// changeCluster applies change to the state of the tenant's cluster id and commits the result at
-// the version it read; when another update lands first it reads the cluster again and starts
-// over (at most learn.ApplyAttempts times). A change that reports nothing changed writes nothing.
-// It returns the cluster as it now is. ENOTFOUND if the cluster does not exist; change's own
-// error; ECONFLICT if the cluster kept moving.
+// changeCluster applies change to the state of the tenant's cluster id through learn.Change
+// (read, change, commit at the version read, again on a conflict). A change that reports nothing
+// changed writes nothing. It returns the cluster as it now is.
 func (s *Server) changeCluster(ctx context.Context, tenant, id string, change func(state json.RawMessage) (json.RawMessage, bool, error)) (*hippocam.Cluster, error) {
-	for attempt := 0; ; attempt++ {
-		c, err := s.cfg.Store.Cluster(ctx, tenant, id)
-		if err != nil {
-			return nil, err
-		}
+	return learn.Change(ctx, s.cfg.Store, tenant, id, func(c *hippocam.Cluster) (bool, error) {
 		next, changed, err := change(c.State)
-		if err != nil || !changed {
-			return c, err
+		if err == nil && changed {
+			c.State = next
 		}
-		from := c.Version
-		c.State = next
-		err = s.cfg.Store.UpdateCluster(ctx, c, from)
-		if hippocam.ErrorCode(err) != hippocam.ECONFLICT {
-			return c, err
-		}
-		if attempt+1 >= learn.ApplyAttempts {
-			return nil, fmt.Errorf("update cluster %s: %w", id, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(min(attempt+1, 20)) * time.Millisecond):
-		}
-	}
+		return changed, err
+	})
 }
 
 // restError writes err in the REST API's error JSON, logging Hippocam's own failures (whose

@@ -30,37 +30,54 @@ func Apply(ctx context.Context, cs hippocam.ClusterStore, sys hippocam.MemorySys
 			return hippocam.Errorf(hippocam.EINVALID, "trajectory %d has no id", i)
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		c, err := cs.Cluster(ctx, tenant, id)
-		if err != nil {
-			return err
-		}
+	_, err := Change(ctx, cs, tenant, id, func(c *hippocam.Cluster) (bool, error) {
 		if c.System != sys.Name() {
-			return hippocam.Errorf(hippocam.EINVALID, "cluster %q keeps %s, not %s", id, c.System, sys.Name())
+			return false, hippocam.Errorf(hippocam.EINVALID, "cluster %q keeps %s, not %s", id, c.System, sys.Name())
 		}
 		fresh := unapplied(c, trajs)
 		if len(fresh) == 0 {
-			return nil
+			return false, nil
 		}
 		state, err := sys.Update(ctx, c.State, fresh)
 		if err != nil {
-			return fmt.Errorf("update cluster %s: %w", id, err)
+			return false, fmt.Errorf("update cluster %s: %w", id, err)
 		}
-		from := c.Version
 		c.State = state
 		for _, t := range fresh {
 			c.Applied = append(c.Applied, t.ID)
 		}
 		c.Trajectories += len(fresh)
-		err = cs.UpdateCluster(ctx, c, from)
+		return true, nil
+	})
+	return err
+}
+
+// Change is the read, change, commit cycle every update of a cluster goes through: it reads the
+// tenant's cluster id, lets change edit it (a fresh copy each time; change reports whether it
+// changed anything: nothing changed, nothing is written), and commits it at the version it read.
+// When another update landed first (ECONFLICT) it reads the cluster again and starts over, at
+// most ApplyAttempts times, waiting a little longer after each lost race. It returns the
+// cluster as it now is. Errors: the store's (ENOTFOUND when the cluster does not exist),
+// change's own (nothing is written), and ECONFLICT when the cluster kept moving.
+func Change(ctx context.Context, cs hippocam.ClusterStore, tenant, id string, change func(c *hippocam.Cluster) (bool, error)) (*hippocam.Cluster, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := cs.Cluster(ctx, tenant, id)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := change(c)
+		if err != nil || !changed {
+			return c, err
+		}
+		err = cs.UpdateCluster(ctx, c, c.Version)
 		if hippocam.ErrorCode(err) != hippocam.ECONFLICT {
-			return err
+			return c, err
 		}
 		if attempt+1 >= ApplyAttempts {
-			return fmt.Errorf("update cluster %s: %w", id, err)
+			return nil, fmt.Errorf("update cluster %s: %w", id, err)
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }
@@ -157,36 +174,24 @@ func Forget(ctx context.Context, cs hippocam.ClusterStore, systems []hippocam.Me
 
 // forgetIn removes ids from one cluster, retrying when another update lands first.
 func forgetIn(ctx context.Context, cs hippocam.ClusterStore, forget func(context.Context, json.RawMessage, []string) (json.RawMessage, error), tenant, id string, ids []string) error {
-	for attempt := 0; ; attempt++ {
-		c, err := cs.Cluster(ctx, tenant, id)
-		if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
-			return nil // deleted meanwhile: nothing left to forget
-		} else if err != nil {
-			return err
-		}
+	_, err := Change(ctx, cs, tenant, id, func(c *hippocam.Cluster) (bool, error) {
 		if !appliedAny(c, ids) {
-			return nil
+			return false, nil
 		}
 		state, err := forget(ctx, c.State, ids)
 		if err != nil {
-			return fmt.Errorf("forget in cluster %s: %w", id, err)
+			return false, fmt.Errorf("forget in cluster %s: %w", id, err)
 		}
-		from := c.Version
 		n := len(c.Applied)
 		c.Applied = slices.DeleteFunc(slices.Clone(c.Applied), func(a string) bool { return slices.Contains(ids, a) })
 		c.Trajectories = max(0, c.Trajectories-(n-len(c.Applied)))
 		c.State = state
-		err = cs.UpdateCluster(ctx, c, from)
-		if hippocam.ErrorCode(err) != hippocam.ECONFLICT {
-			return err
-		}
-		if attempt+1 >= ApplyAttempts {
-			return fmt.Errorf("forget in cluster %s: %w", id, err)
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
-		}
+		return true, nil
+	})
+	if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
+		return nil // deleted meanwhile: nothing left to forget
 	}
+	return err
 }
 
 func appliedAny(c *hippocam.Cluster, ids []string) bool {

@@ -288,9 +288,11 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 		task.Messages = append(task.Messages, m)
 	}
 	traj := hippocam.Trajectory{ID: id, Task: task, Messages: msgs, Feedback: tl.Feedback, Success: tl.Success, Reward: tl.Reward, EndedAt: tl.EndedAt}
-	var before json.RawMessage
-	if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
-		before = c.State
+	var before json.RawMessage // what a lessons update did is counted (metrics)
+	if sys.Name() == lessons.Name {
+		if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
+			before = c.State
+		}
 	}
 	if err := learn.Apply(ctx, s.cfg.Store, sys, tenant, tl.Cluster, []hippocam.Trajectory{traj}); err != nil {
 		if errors.Is(err, learn.ErrGaveUp) {
@@ -331,26 +333,21 @@ func (s *Service) LearnTask(ctx context.Context, tenant, key string) (int, error
 		if !ok {
 			continue
 		}
-		for attempt := 0; ; attempt++ {
-			cur, err := s.cfg.Store.Cluster(ctx, tenant, c.ID)
-			if err != nil {
-				return n, err
-			}
+		changed := false
+		_, err := learn.Change(ctx, s.cfg.Store, tenant, c.ID, func(cur *hippocam.Cluster) (bool, error) {
+			changed = false
 			next, err := f.Flush(ctx, cur.State, key)
-			if err != nil {
-				return n, err
+			if err != nil || bytes.Equal(next, cur.State) {
+				return false, err // nothing of key was waiting here
 			}
-			if bytes.Equal(next, cur.State) {
-				break // nothing of key was waiting here
-			}
-			from := cur.Version
-			cur.State = next
-			if err := s.cfg.Store.UpdateCluster(ctx, cur, from); err == nil {
-				n++
-				break
-			} else if hippocam.ErrorCode(err) != hippocam.ECONFLICT || attempt >= 8 {
-				return n, err
-			}
+			cur.State, changed = next, true
+			return true, nil
+		})
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
 		}
 	}
 	return n, nil

@@ -26,6 +26,20 @@ import (
 // upstream.
 func learningService(t *testing.T, mode string, st hippocam.Store) *sessions.Service {
 	t.Helper()
+	return learningServiceWith(t, st, learnSetup{mode: mode})
+}
+
+// learnSetup varies learningServiceWith: the systems offered (default all), a wrapper of the
+// learning components' model (default none), and the rest of the service's configuration.
+type learnSetup struct {
+	mode    string
+	systems []string
+	wrap    func(hippocam.Model) hippocam.Model
+	config  func(*sessions.Config)
+}
+
+func learningServiceWith(t *testing.T, st hippocam.Store, o learnSetup) *sessions.Service {
+	t.Helper()
 	tok := tokenizer.MustDefault()
 	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
 		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()}})
@@ -37,11 +51,21 @@ func learningService(t *testing.T, mode string, st hippocam.Store) *sessions.Ser
 		t.Fatal(err)
 	}
 	env := &learn.Env{Model: model, Tok: tok}
-	systems, err := library.Library(env, library.Names())
+	if o.wrap != nil {
+		env.Model = o.wrap(model)
+	}
+	if o.systems == nil {
+		o.systems = library.Names()
+	}
+	systems, err := library.Library(env, o.systems)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Learn: mode, Systems: systems, LearnEnv: env, JobPoll: 10 * time.Millisecond})
+	cfg := sessions.Config{Engine: e, Store: st, Learn: o.mode, Systems: systems, LearnEnv: env, JobPoll: 10 * time.Millisecond}
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	svc, err := sessions.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,31 +255,14 @@ func TestLearningBadOutcome(t *testing.T) {
 func TestLearningLessonsWaitForAttempts(t *testing.T) {
 	ctx := context.Background()
 	st := inmem.New()
-	tok := tokenizer.MustDefault()
-	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
-		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &learn.Env{Model: model, Tok: tok}
-	systems, err := library.Library(env, []string{"lessons"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Learn: sessions.LearnGlobal, Systems: systems, LearnEnv: env})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := learningServiceWith(t, st, learnSetup{mode: sessions.LearnGlobal, systems: []string{"lessons"}})
+	lessonsSys := lessons.New(nil)
 	entries := func() int {
 		c, err := st.Cluster(ctx, "acme", "global")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return systems[0].Entries(c.State)
+		return lessonsSys.Entries(c.State)
 	}
 	end := func(id, verdict string, attempts int) {
 		t.Helper()
@@ -315,26 +322,9 @@ func (m refusingModel) Complete(ctx context.Context, req *hippocam.Request) (*hi
 func TestLearningUpdateFaultLeftFailed(t *testing.T) {
 	ctx := context.Background()
 	st := inmem.New()
-	tok := tokenizer.MustDefault()
-	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
-		HTTPClient: &http.Client{Transport: sim.New(tok).Transport()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &learn.Env{Model: refusingModel{model, hippocam.CallRBJudge}, Tok: tok}
-	systems, err := library.Library(env, []string{"reasoning_bank"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Learn: sessions.LearnGlobal, Systems: systems, LearnEnv: env,
-		JobPoll: time.Millisecond, JobBackoff: time.Microsecond, JobLease: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc := learningServiceWith(t, st, learnSetup{mode: sessions.LearnGlobal, systems: []string{"reasoning_bank"},
+		wrap:   func(m hippocam.Model) hippocam.Model { return refusingModel{m, hippocam.CallRBJudge} },
+		config: func(c *sessions.Config) { c.JobPoll, c.JobBackoff, c.JobLease = time.Millisecond, time.Microsecond, time.Second }})
 	if _, err := task(t, svc, "acme", "f1", salesTask, nil); err != nil {
 		t.Fatal(err)
 	}

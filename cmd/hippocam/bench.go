@@ -301,6 +301,22 @@ func (c *BenchCommand) runContext(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if err := c.emit(rep); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// report is what a bench run produces: files for --out, JSON for --json, Markdown otherwise.
+type report interface {
+	WriteDir(dir string) ([]string, error)
+	WriteJSON(w io.Writer) error
+	Markdown() string
+}
+
+// emit writes rep where the flags say: into --out (naming the files on stderr), then to stdout
+// as JSON or Markdown.
+func (c *BenchCommand) emit(rep report) error {
 	if c.Out != "" {
 		paths, err := rep.WriteDir(c.Out)
 		if err != nil {
@@ -309,13 +325,10 @@ func (c *BenchCommand) runContext(ctx context.Context) error {
 		fmt.Fprintf(c.Stderr, "wrote %s\n", strings.Join(paths, ", "))
 	}
 	if c.JSON {
-		if err := rep.WriteJSON(c.Stdout); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprint(c.Stdout, rep.Markdown())
+		return rep.WriteJSON(c.Stdout)
 	}
-	return runErr
+	_, err := fmt.Fprint(c.Stdout, rep.Markdown())
+	return err
 }
 
 // selectPolicies returns the policies named by --policies, in report order; every policy when
@@ -401,19 +414,8 @@ func (c *BenchCommand) runLearn(ctx context.Context) error {
 		return runErr
 	}
 	rep.Commit = bench.BuildRevision()
-	if c.Out != "" {
-		paths, err := rep.WriteDir(c.Out)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(c.Stderr, "wrote %s\n", strings.Join(paths, ", "))
-	}
-	if c.JSON {
-		if err := rep.WriteJSON(c.Stdout); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprint(c.Stdout, rep.Markdown())
+	if err := c.emit(rep); err != nil {
+		return err
 	}
 	return runErr
 }
