@@ -323,8 +323,10 @@ func TestLearningUpdateFaultLeftFailed(t *testing.T) {
 	ctx := context.Background()
 	st := inmem.New()
 	svc := learningServiceWith(t, st, learnSetup{mode: sessions.LearnGlobal, systems: []string{"reasoning_bank"},
-		wrap:   func(m hippocam.Model) hippocam.Model { return refusingModel{m, hippocam.CallRBJudge} },
-		config: func(c *sessions.Config) { c.JobPoll, c.JobBackoff, c.JobLease = time.Millisecond, time.Microsecond, time.Second }})
+		wrap: func(m hippocam.Model) hippocam.Model { return refusingModel{m, hippocam.CallRBJudge} },
+		config: func(c *sessions.Config) {
+			c.JobPoll, c.JobBackoff, c.JobLease = time.Millisecond, time.Microsecond, time.Second
+		}})
 	if _, err := task(t, svc, "acme", "f1", salesTask, nil); err != nil {
 		t.Fatal(err)
 	}
