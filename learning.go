@@ -127,6 +127,8 @@ const (
 	CallLessons   CallRole = "lessons"    // lessons: consolidates a candidate against similar lessons
 	CallRBJudge   CallRole = "rb_judge"   // reasoning_bank: success or failure
 	CallRBExtract CallRole = "rb_extract" // reasoning_bank: the items of a trajectory
+	CallAdapter   CallRole = "adapter"    // numeric systems: binds a cluster's fields to the runtime's roles, once
+	CallExtractor CallRole = "extractor"  // numeric systems: turns one visible event into typed records
 )
 
 // ClusterStore keeps clusters durably, per tenant. Every method is safe for concurrent use.
