@@ -158,6 +158,8 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 	}{
 		{"hippocam_learn_updates_total", "Cluster updates applied from ended tasks.", func(s sessions.Stats) int64 { return s.Learned }},
 		{"hippocam_learn_stateless_total", "Task starts that ran without memory because the router gave up or failed.", func(s sessions.Stats) int64 { return s.Stateless }},
+		{"hippocam_learn_configured_total", "Numeric clusters configured on their first reuse.", func(s sessions.Stats) int64 { return s.Configured }},
+		{"hippocam_learn_configuration_failed_total", "Numeric clusters whose configuration failed for good: they give no numeric advisory.", func(s sessions.Stats) int64 { return s.ConfigFailed }},
 		{"hippocam_job_runs_failed_total", "Job runs that failed and were put back in the queue (consolidation and cluster updates).", func(s sessions.Stats) int64 { return s.JobsFailed }},
 		{"hippocam_jobs_left_failed_total", "Jobs that kept failing and were left failed in the queue (not due again for a day).", func(s sessions.Stats) int64 { return s.JobsLeftFailed }},
 		{"hippocam_lessons_added_total", "Lessons added by lessons updates.", func(s sessions.Stats) int64 { return s.LessonsAdded }},

@@ -29,6 +29,9 @@ type Env struct {
 	Log       *slog.Logger
 }
 
+// Logger is the environment's logger (one that discards, when none is set).
+func (e *Env) Logger() *slog.Logger { return e.log() }
+
 func (e *Env) log() *slog.Logger {
 	if e.Log == nil {
 		return slog.New(slog.DiscardHandler)

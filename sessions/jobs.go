@@ -57,6 +57,9 @@ type Stats struct {
 	// JobsStarted of them.
 	JobLag      time.Duration
 	JobsStarted int64
+	// Configured and ConfigFailed count numeric clusters configured on their first reuse, and
+	// those whose configuration failed for good (they give no numeric advisory).
+	Configured, ConfigFailed int64
 }
 
 type stats struct {
@@ -65,6 +68,7 @@ type stats struct {
 	lessonsAdded, lessonsMerged, lessonsSuperseded                 atomic.Int64
 	// lagNanos and lagged add up how long jobs waited from being queued to being run.
 	lagNanos, lagged atomic.Int64
+	configured, configFailed atomic.Int64
 }
 
 // lessonEvents counts what a lessons update did.
@@ -83,6 +87,7 @@ func (s *Service) Stats() Stats {
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
 		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),
 		JobLag: time.Duration(s.stats.lagNanos.Load()), JobsStarted: s.stats.lagged.Load(),
+		Configured: s.stats.configured.Load(), ConfigFailed: s.stats.configFailed.Load(),
 	}
 }
 

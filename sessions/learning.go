@@ -104,6 +104,18 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 		return tl
 	}
 	tl.Cluster, tl.System = c.ID, c.System
+	// A numeric cluster is configured on its first reuse, before it is read (seed 003 B.1).
+	c, result, err := learn.Prepare(ctx, s.cfg.Store, sys, h.Tenant, c.ID, task)
+	switch {
+	case err != nil:
+		s.log.Warn("learning: preparing the cluster failed; no advisory", logTenant, h.Tenant, logSession, sess.ID, "cluster", tl.Cluster, "error", err)
+		return tl
+	case result == "configured":
+		s.stats.configured.Add(1)
+	case result == "failed":
+		s.stats.configFailed.Add(1)
+		s.log.Warn("learning: the cluster's configuration failed; it gives no numeric advisory", logTenant, h.Tenant, "cluster", c.ID, "system", c.System)
+	}
 	adv, err := sys.Read(ctx, c.State, task, s.cfg.AdvisoryBudget)
 	if err != nil {
 		s.log.Warn("learning: reading the cluster failed; no advisory", logTenant, h.Tenant, logSession, sess.ID, "cluster", c.ID, "error", err)

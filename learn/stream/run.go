@@ -110,6 +110,10 @@ type Result struct {
 	// UpdateFailures counts cluster updates given up (a component kept breaking its contract):
 	// the cluster was left as it was.
 	UpdateFailures int `json:"update_failures"`
+	// ConfigFailures counts numeric clusters whose configuration failed for good; ReadFailures
+	// task starts whose advisory could not be read (the task ran without one).
+	ConfigFailures int `json:"config_failures,omitempty"`
+	ReadFailures   int `json:"read_failures,omitempty"`
 	// BySource is the mean attempt-1 reward per hidden source.
 	BySource map[string]float64 `json:"by_source"`
 	// Rewards and BestRewards hold each scored task's reward, in stream order (the learning
@@ -356,7 +360,22 @@ func (r *runner) read(ctx context.Context, id string, task *hippocam.Task) (stri
 	if err != nil {
 		return "", err
 	}
+	// A numeric cluster is configured on its first reuse, before it is read.
+	c, result, err := learn.Prepare(ctx, r.store, sys, tenant, id, task)
+	if err != nil {
+		return "", err
+	}
+	if result == "failed" {
+		r.res.ConfigFailures++
+	}
 	adv, err := sys.Read(ctx, c.State, task, r.cfg.AdvisoryBudget)
+	if errors.Is(err, learn.ErrGaveUp) {
+		// A numeric cluster whose extractor kept failing on this task: the task runs without
+		// advisory, as the proxy runs it.
+		r.res.ReadFailures++
+		r.cfg.Log.Warn("cluster read given up; the task runs without advisory", "cluster", id, "system", c.System, "err", err)
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("read cluster %s: %w", id, err)
 	}

@@ -1,16 +1,469 @@
 package numeric
 
 import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
 )
 
-// System makes a Runtime a memory system (being written by the lead).
+// The configuration status of a numeric cluster (State.Status).
+const (
+	// Warming: the cluster keeps its first task's trajectory and waits for its first reuse.
+	Warming = "warming"
+	// Configured: the bindings are frozen and every event is extracted and learned from.
+	Configured = "configured"
+	// Failed: configuration failed twice; the cluster gives no numeric advisory for the rest of
+	// its life (State.Problem says why).
+	Failed = "failed"
+)
+
+var (
+	// adapterPrompt and extractorPrompt are the system messages of the two roles; the runtime's
+	// own contract and the events follow in the instruction.
+	//go:embed prompts/adapter.txt
+	adapterPrompt string
+	//go:embed prompts/extractor.txt
+	extractorPrompt string
+)
+
+// Repairs is how often an adapter answer or an extracted batch that fails validation is sent
+// back with the deterministic error: once (seed 003 B.1). A second failure is final.
+const Repairs = 1
+
+// State is a numeric cluster's state: where its configuration stands, the warm-up it was
+// configured from, the frozen bindings, the runtime's data, and what was refused.
+type State[B, D any] struct {
+	Status string `json:"status,omitempty"`
+	// Warmup is the first task's trajectory, as the event text the adapter and the replay
+	// read (its source is its trajectory id).
+	Warmup *Warmup `json:"warmup,omitempty"`
+	// Bindings are the adapter's, frozen once configured.
+	Bindings *B `json:"bindings,omitempty"`
+	// Problem is why configuration failed (Status Failed).
+	Problem string `json:"problem,omitempty"`
+	// Data is the runtime's fitted state.
+	Data D `json:"data"`
+	// Events counts the events learned from (the warm-up is event 0); Sources lists the
+	// trajectories they came from, in order.
+	Events  int      `json:"events"`
+	Sources []string `json:"sources,omitempty"`
+	// Refused lists the trajectories whose extracted records failed validation twice: reported
+	// here (and in the log), never learned from.
+	Refused []Refusal `json:"refused,omitempty"`
+}
+
+// Warmup is a cluster's first trajectory, kept until the cluster is configured from it.
+type Warmup struct {
+	Source string `json:"source"`
+	Event  string `json:"event"`
+}
+
+// Refusal is one batch that never passed validation.
+type Refusal struct {
+	Source string `json:"source"`
+	Error  string `json:"error"`
+}
+
+// System is a numeric memory system: a Runtime with the adapter, the extractor and the state
+// around it. It keeps nothing between calls but a small cache of the current tasks' batches
+// (so that configuring a cluster and reading it for the same task extract that task once), and
+// is safe for concurrent use.
 type System[B, X, D any] struct {
 	rt  Runtime[B, X, D]
 	env *learn.Env
+
+	mu    sync.Mutex
+	cache map[string]*X // event text -> its batch, for the current tasks
+	order []string
 }
 
-// NewSystem returns the memory system of rt; its model calls go through env.
+// cacheSize bounds the batches System remembers.
+const cacheSize = 64
+
+var _ hippocam.MemorySystem = (*System[struct{}, struct{}, struct{}])(nil)
+var _ learn.Configurer = (*System[struct{}, struct{}, struct{}])(nil)
+var _ learn.Forgetter = (*System[struct{}, struct{}, struct{}])(nil)
+
+// NewSystem returns the memory system of rt; its model calls go through env (roles adapter
+// and extractor).
 func NewSystem[B, X, D any](rt Runtime[B, X, D], env *learn.Env) *System[B, X, D] {
-	return &System[B, X, D]{rt: rt, env: env}
+	return &System[B, X, D]{rt: rt, env: env, cache: map[string]*X{}}
+}
+
+// Name returns the runtime's id.
+func (s *System[B, X, D]) Name() string { return s.rt.Name() }
+
+// Description returns the runtime's description, for the router.
+func (s *System[B, X, D]) Description() string { return s.rt.Description() }
+
+// Runtime returns the system's runtime.
+func (s *System[B, X, D]) Runtime() Runtime[B, X, D] { return s.rt }
+
+// Decode reads a state of this system; an empty one is a new cluster's. EINVALID if it is not.
+func (s *System[B, X, D]) Decode(raw json.RawMessage) (*State[B, D], error) {
+	st := &State[B, D]{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return st, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(st); err != nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "%s state: %v", s.rt.Name(), err)
+	}
+	return st, nil
+}
+
+// Entries counts what the state holds: the runtime's entries, or 1 for a kept warm-up. A state
+// it cannot read counts 0.
+func (s *System[B, X, D]) Entries(state json.RawMessage) int {
+	st, err := s.Decode(state)
+	if err != nil {
+		return 0
+	}
+	if st.Status == Warming {
+		return 1
+	}
+	return s.rt.Entries(&st.Data)
+}
+
+// Configure configures a warming cluster on its first reuse (seed 003 B.1): the adapter binds
+// the warm-up's and the current task's fields to the runtime's roles; a fresh runtime replays
+// the warm-up under those bindings and prepares the current task; a binding that fails any
+// check goes back once with the error, and a second failure ends configuration for good. It
+// returns the new state and "configured" or "failed"; nil and "" when there was nothing to do
+// (a new cluster, or one configured or failed already). A model error is returned as it is,
+// the state untouched, so that a later task tries again.
+func (s *System[B, X, D]) Configure(ctx context.Context, state json.RawMessage, task *hippocam.Task) (json.RawMessage, string, error) {
+	st, err := s.Decode(state)
+	if err != nil {
+		return nil, "", err
+	}
+	if st.Status != Warming || st.Warmup == nil {
+		return nil, "", nil
+	}
+	if err := s.configure(ctx, st, TaskEvent(task)); err != nil {
+		return nil, "", err
+	}
+	out, err := json.Marshal(st)
+	return out, st.Status, err
+}
+
+// configure runs the adapter for a warming state against the current event, and leaves st
+// configured or failed. Only a model error is returned.
+func (s *System[B, X, D]) configure(ctx context.Context, st *State[B, D], current string) error {
+	var got struct {
+		b    B
+		data D
+		cur  *X
+	}
+	// A model error inside the check is not the adapter's fault: the answer is let through,
+	// and the error returned.
+	var fatal error
+	fail := func(err error, what string) error {
+		var model *modelError
+		if errors.As(err, &model) {
+			fatal = model.err
+			return nil
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	instruction := s.header() + "\n\n" + strings.TrimSpace(s.rt.AdapterContract()) +
+		"\n\nCompleted task (the warm-up):\n" + st.Warmup.Event + "\n\nCurrent task:\n" + current
+	err := learn.Call(ctx, s.once(), hippocam.CallAdapter, adapterPrompt, instruction, s.rt.BindingsSchema(), func(args string) error {
+		var b B
+		if err := learn.Decode(args, &b); err != nil {
+			return err
+		}
+		if err := s.rt.CheckBindings(&b, []string{st.Warmup.Event, current}); err != nil {
+			return fmt.Errorf("the bindings do not fit the tasks: %v", err)
+		}
+		// A fresh runtime replays the warm-up under the bindings and prepares the current task.
+		var d D
+		warm, err := s.extract(ctx, &b, st.Warmup.Event)
+		if err != nil {
+			return fail(err, "replaying the warm-up under these bindings failed")
+		}
+		s.rt.Ingest(&d, &b, warm, Event{Source: st.Warmup.Source, Index: 0})
+		cur, err := s.extract(ctx, &b, current)
+		if err != nil {
+			return fail(err, "preparing the current task under these bindings failed")
+		}
+		if err := s.rt.CheckReplay(&d, &b, cur); err != nil {
+			return fmt.Errorf("the replayed state cannot serve the current task: %v", err)
+		}
+		got.b, got.data, got.cur = b, d, cur
+		return nil
+	})
+	switch {
+	case fatal != nil:
+		return fatal
+	case err != nil && !errors.Is(err, learn.ErrGaveUp):
+		return err
+	case err != nil:
+		s.env.Logger().Warn("numeric cluster: configuration failed; the cluster gives no numeric advisory", "system", s.rt.Name(), "error", err)
+		st.Status, st.Problem = Failed, err.Error()
+		return nil
+	}
+	s.remember(current, got.cur)
+	st.Status, st.Bindings, st.Data = Configured, &got.b, got.data
+	st.Events, st.Sources = 1, []string{st.Warmup.Source}
+	st.Warmup = nil // its records are in the data now
+	return nil
+}
+
+// modelError carries a model's error out of a validation callback, so that it is not mistaken
+// for a validation failure (and shown to the adapter as one).
+type modelError struct{ err error }
+
+func (e *modelError) Error() string { return e.err.Error() }
+
+// extract makes the extractor call for one event under bindings b: a batch that fails
+// validation goes back once with the error; a second failure is an error wrapping
+// learn.ErrGaveUp. A model error is returned as a *modelError.
+func (s *System[B, X, D]) extract(ctx context.Context, b *B, event string) (*X, error) {
+	bindings, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	instruction := s.header() + "\nBindings: " + string(bindings) + "\n\n" +
+		strings.TrimSpace(s.rt.ExtractorContract(b)) + "\n\nEvent:\n" + event
+	var x *X
+	err = learn.Call(ctx, s.once(), hippocam.CallExtractor, extractorPrompt, instruction, s.rt.BatchSchema(b), func(args string) error {
+		var got X
+		if err := decodeNumbers(args, &got); err != nil {
+			return err
+		}
+		if err := s.rt.CheckBatch(b, &got, event); err != nil {
+			return err
+		}
+		x = &got
+		return nil
+	})
+	if err != nil && !errors.Is(err, learn.ErrGaveUp) {
+		return nil, &modelError{err}
+	}
+	return x, err
+}
+
+// decodeNumbers reads args into v strictly, keeping numbers as their literal text.
+func decodeNumbers(args string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the answer is not valid JSON for the schema: %v", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("the answer holds more than one JSON value")
+	}
+	return nil
+}
+
+// once is the environment with the single repair of seed 003 B.1.
+func (s *System[B, X, D]) once() *learn.Env {
+	e := *s.env
+	e.Corrections = Repairs
+	return &e
+}
+
+// header names the runtime a call is about.
+func (s *System[B, X, D]) header() string {
+	return "Memory system: " + s.rt.Name() + " (" + s.rt.Operator() + ")"
+}
+
+// current returns the batch of a task's event: the cached one when this process extracted it
+// already, else a new extraction.
+func (s *System[B, X, D]) current(ctx context.Context, b *B, event string) (*X, error) {
+	s.mu.Lock()
+	x, ok := s.cache[event]
+	s.mu.Unlock()
+	if ok {
+		return x, nil
+	}
+	x, err := s.extract(ctx, b, event)
+	if err != nil {
+		return nil, err
+	}
+	s.remember(event, x)
+	return x, nil
+}
+
+func (s *System[B, X, D]) remember(event string, x *X) {
+	if x == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cache[event]; ok {
+		return
+	}
+	s.cache[event] = x
+	s.order = append(s.order, event)
+	if len(s.order) > cacheSize {
+		delete(s.cache, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// Read renders the runtime's advice for the task: it extracts what the task asks for (its
+// event) and lets the runtime predict it from the cluster's data, within budget tokens. A
+// cluster that is warming or whose configuration failed gives an empty advisory, as does a
+// task that asks for nothing. An extraction that fails validation twice is an error wrapping
+// learn.ErrGaveUp (the caller runs the task without advisory).
+func (s *System[B, X, D]) Read(ctx context.Context, state json.RawMessage, task *hippocam.Task, budget int) (hippocam.Advisory, error) {
+	st, err := s.Decode(state)
+	if err != nil {
+		return hippocam.Advisory{}, err
+	}
+	if st.Status != Configured || st.Bindings == nil || budget <= 0 {
+		return hippocam.Advisory{}, nil
+	}
+	cur, err := s.current(ctx, st.Bindings, TaskEvent(task))
+	if err != nil {
+		var model *modelError
+		if errors.As(err, &model) {
+			return hippocam.Advisory{}, model.err
+		}
+		return hippocam.Advisory{}, fmt.Errorf("%s: the current task's records: %w", s.rt.Name(), err)
+	}
+	adv := s.rt.Advise(&st.Data, st.Bindings, cur, Event{Source: task.ID, Index: st.Events})
+	return render(s.env.Tok, adv, budget), nil
+}
+
+// render fits an advice into budget tokens: the heading, as many lines as fit in order, the
+// closing line and the caution. Nothing fits, or no line: an empty advisory.
+func render(tok hippocam.Tokenizer, adv Advice, budget int) hippocam.Advisory {
+	if len(adv.Lines) == 0 {
+		return hippocam.Advisory{}
+	}
+	tail := ""
+	if f := strings.TrimSpace(adv.Foot); f != "" {
+		tail = "\n" + f
+	}
+	tail += "\n" + Caution
+	text, n := strings.TrimSpace(adv.Head), 0
+	for _, l := range adv.Lines {
+		next := text + "\n- " + l
+		if tok.Count(next+tail) > budget {
+			break
+		}
+		text, n = next, n+1
+	}
+	if n == 0 {
+		return hippocam.Advisory{}
+	}
+	return hippocam.Advisory{Text: text + tail, Entries: n}
+}
+
+// Caution closes every numeric advisory.
+const Caution = "These figures are a model's estimates from earlier tasks, not ground truth and not an answer: weigh them against what this task shows."
+
+// Update learns from every trajectory of trajs it has not seen, in order. A new cluster keeps
+// its first trajectory as the warm-up. A warming cluster (its first reuse was never
+// configured, as when the second task started before the first had ended) is configured here,
+// with the trajectory's task as the current one. A configured cluster extracts the trajectory
+// and ingests its records; a batch refused twice is recorded in State.Refused and learns
+// nothing. A failed cluster learns nothing. A model error fails the whole update: the caller
+// keeps the old state.
+func (s *System[B, X, D]) Update(ctx context.Context, state json.RawMessage, trajs []hippocam.Trajectory) (json.RawMessage, error) {
+	st, err := s.Decode(state)
+	if err != nil {
+		return nil, err
+	}
+	for i := range trajs {
+		t := &trajs[i]
+		if slices.Contains(st.Sources, t.ID) || slices.ContainsFunc(st.Refused, func(r Refusal) bool { return r.Source == t.ID }) ||
+			(st.Warmup != nil && st.Warmup.Source == t.ID) {
+			continue
+		}
+		switch st.Status {
+		case "":
+			st.Status, st.Warmup = Warming, &Warmup{Source: t.ID, Event: TrajectoryEvent(t)}
+			continue
+		case Warming:
+			if err := s.configure(ctx, st, TaskEvent(&t.Task)); err != nil {
+				return nil, err
+			}
+		}
+		if st.Status != Configured {
+			continue
+		}
+		x, err := s.extract(ctx, st.Bindings, TrajectoryEvent(t))
+		var model *modelError
+		switch {
+		case errors.As(err, &model):
+			return nil, fmt.Errorf("%s: trajectory %s: %w", s.rt.Name(), t.ID, model.err)
+		case err != nil:
+			s.env.Logger().Warn("numeric cluster: a trajectory's records were refused", "system", s.rt.Name(), "trajectory", t.ID, "error", err)
+			st.Refused = append(st.Refused, Refusal{Source: t.ID, Error: err.Error()})
+			continue
+		}
+		s.rt.Ingest(&st.Data, st.Bindings, x, Event{Source: t.ID, Index: st.Events})
+		st.Events++
+		st.Sources = append(st.Sources, t.ID)
+	}
+	return json.Marshal(st)
+}
+
+// Forget takes the trajectories with the given ids out of the state: their records from the
+// runtime's data, a warm-up that was theirs, their refusals. Bindings stay: they name fields,
+// not values.
+func (s *System[B, X, D]) Forget(state json.RawMessage, ids []string) (json.RawMessage, error) {
+	st, err := s.Decode(state)
+	if err != nil {
+		return nil, err
+	}
+	if st.Warmup != nil && slices.Contains(ids, st.Warmup.Source) {
+		st.Warmup = nil
+		if st.Status == Warming {
+			st.Status = ""
+		}
+	}
+	s.rt.Forget(&st.Data, ids)
+	st.Sources = slices.DeleteFunc(st.Sources, func(id string) bool { return slices.Contains(ids, id) })
+	st.Refused = slices.DeleteFunc(st.Refused, func(r Refusal) bool { return slices.Contains(ids, r.Source) })
+	return json.Marshal(st)
+}
+
+// TaskEvent is a task as the adapter and the extractor see it: its messages but the framing
+// and the agent's own (see renderEvent).
+func TaskEvent(t *hippocam.Task) string { return renderEvent(t.Messages, "") }
+
+// TrajectoryEvent is a finished task as the extractor sees it: its messages but the framing and
+// the agent's answers, then its feedback.
+func TrajectoryEvent(t *hippocam.Trajectory) string { return renderEvent(t.Messages, t.Feedback) }
+
+// renderEvent writes messages as the blocks of an event, each under its sender: what users and
+// tools showed the agent. The framing (system messages), what memory added (advisories), the
+// engine's hidden marks and the agent's own messages are left out: an agent's answer is a
+// candidate, not an observation.
+func renderEvent(msgs []hippocam.Message, feedback string) string {
+	var b strings.Builder
+	block := func(who, content string) {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString("[" + who + "]\n" + strings.TrimSpace(content))
+	}
+	for _, m := range msgs {
+		switch {
+		case m.Role == hippocam.RoleSystem || m.Role == hippocam.RoleAssistant || m.Kind == hippocam.KindAdvisory || m.Kind.Hidden():
+		case m.Role == hippocam.RoleTool:
+			block("tool result", m.Content)
+		default:
+			block("user", m.Content)
+		}
+	}
+	if strings.TrimSpace(feedback) != "" {
+		block("feedback", feedback)
+	}
+	return b.String()
 }
