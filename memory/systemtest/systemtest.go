@@ -25,6 +25,8 @@ type Suite struct {
 	// Trajectory returns the i-th finished task of the stream the suite feeds (default:
 	// Trajectory); Task the task read before it (default: its own task).
 	Trajectory func(i int) hippocam.Trajectory
+	// Task returns the task read after the i-th update (default: TaskOf).
+	Task func(i int) *hippocam.Task
 	// Budget is the advisory budget of every Read (default 2000 tokens).
 	Budget int
 	// Holds reports whether state keeps what the trajectory with the given id brought; when
@@ -50,6 +52,9 @@ func Env(t *testing.T) *learn.Env {
 func (s *Suite) defaults() {
 	if s.Trajectory == nil {
 		s.Trajectory = Trajectory
+	}
+	if s.Task == nil {
+		s.Task = TaskOf
 	}
 	if s.Budget <= 0 {
 		s.Budget = 2000
@@ -78,7 +83,7 @@ func testEmpty(t *testing.T, s *Suite) {
 	if n := sys.Entries(nil); n != 0 {
 		t.Errorf("Entries(empty state) = %d", n)
 	}
-	a, err := sys.Read(t.Context(), nil, TaskOf(0), s.Budget)
+	a, err := sys.Read(t.Context(), nil, s.Task(0), s.Budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +120,9 @@ func testUpdateSequence(t *testing.T, s *Suite) {
 			t.Errorf("update %d: %d entries (before: %d)", i, e, entries)
 		}
 		entries = e
-		state = next
+		task := s.Task(i + 1)
+		state = prepare(t, sys, next, task)
 		held := bytes.Clone(state)
-		task := TaskOf(i + 1)
 		a := mustRead(t, env, sys, state, task, s.Budget)
 		if a.Text == "" || a.Entries < 1 {
 			t.Errorf("read after update %d: empty advisory %+v from %d entries", i, a, e)
@@ -135,14 +140,14 @@ func testUpdateSequence(t *testing.T, s *Suite) {
 func testSmallBudget(t *testing.T, s *Suite) {
 	env := Env(t)
 	sys := s.New(env)
-	state := grow(t, sys, s, 9)
+	state := prepare(t, sys, grow(t, sys, s, 9), s.Task(9))
 	for _, budget := range []int{1, 50, 120, 400} {
-		a := mustRead(t, env, sys, state, TaskOf(9), budget)
+		a := mustRead(t, env, sys, state, s.Task(9), budget)
 		if a.Text == "" && a.Entries != 0 {
 			t.Errorf("budget %d: empty text drawing on %d entries", budget, a.Entries)
 		}
 	}
-	a, err := sys.Read(t.Context(), state, TaskOf(9), 0)
+	a, err := sys.Read(t.Context(), state, s.Task(9), 0)
 	if err != nil || a.Text != "" {
 		t.Errorf("budget 0: %+v, %v; want an empty advisory", a, err)
 	}
@@ -154,7 +159,7 @@ func testRoundTrip(t *testing.T, s *Suite, store Store) {
 	env := Env(t)
 	sys := s.New(env)
 	cs := store.Open(t)
-	state := grow(t, sys, s, 6)
+	state := prepare(t, sys, grow(t, sys, s, 6), s.Task(6))
 	c := &hippocam.Cluster{Tenant: "acme", ID: "c1", System: sys.Name(), Description: "weekly operations", State: state,
 		Trajectories: 6, Applied: ids(s, 0, 6)}
 	if err := cs.CreateCluster(t.Context(), c); err != nil {
@@ -164,8 +169,8 @@ func testRoundTrip(t *testing.T, s *Suite, store Store) {
 	if !bytes.Equal(got.State, state) {
 		t.Fatalf("the state came back changed from %s:\n%.300s\n---\n%.300s", store.Name, got.State, state)
 	}
-	want := mustRead(t, env, sys, state, TaskOf(6), s.Budget)
-	if a := mustRead(t, env, sys, got.State, TaskOf(6), s.Budget); a != want {
+	want := mustRead(t, env, sys, state, s.Task(6), s.Budget)
+	if a := mustRead(t, env, sys, got.State, s.Task(6), s.Budget); a != want {
 		t.Errorf("the stored state reads otherwise:\n%s\n---\n%s", a.Text, want.Text)
 	}
 	for i := 6; i < 9; i++ {
@@ -180,7 +185,7 @@ func testRoundTrip(t *testing.T, s *Suite, store Store) {
 	if e := sys.Entries(got.State); e < 1 {
 		t.Errorf("the stored state holds %d entries", e)
 	}
-	if a := mustRead(t, env, sys, got.State, TaskOf(9), s.Budget); a.Text == "" {
+	if a := mustRead(t, env, sys, got.State, s.Task(9), s.Budget); a.Text == "" {
 		t.Error("the stored state reads as an empty advisory")
 	}
 }
@@ -254,7 +259,7 @@ func testConcurrent(t *testing.T, s *Suite, store Store) {
 			}
 		}
 	}
-	if a := mustRead(t, env, sys, got.State, TaskOf(updaters), s.Budget); a.Text == "" {
+	if a := mustRead(t, env, sys, prepare(t, sys, got.State, s.Task(updaters)), s.Task(updaters), s.Budget); a.Text == "" {
 		t.Error("the state reads as an empty advisory")
 	}
 }
@@ -270,6 +275,24 @@ func grow(t *testing.T, sys hippocam.MemorySystem, s *Suite, n int) json.RawMess
 		}
 	}
 	return state
+}
+
+// prepare configures state for task when the system configures clusters at a task's start
+// (learn.Configurer), as the proxy does before it reads; it returns the state to read.
+func prepare(t *testing.T, sys hippocam.MemorySystem, state json.RawMessage, task *hippocam.Task) json.RawMessage {
+	t.Helper()
+	cf, ok := sys.(learn.Configurer)
+	if !ok {
+		return state
+	}
+	next, _, err := cf.Configure(t.Context(), state, task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == nil {
+		return state
+	}
+	return next
 }
 
 // mustRead reads an advisory and checks that it fits the budget.
