@@ -89,8 +89,17 @@ func (f *feedbackLine) advice(tags []string) (advice, bool) {
 }
 
 // readTaskLine reads the part-2 lines that are not directives: tags, decide, advice and
-// feedback. It reports whether t was one.
+// feedback. It reports whether t was one. A numeric request of part 3 (learn_numeric.go) is read
+// as a decision without options: the agent answers it where it answers decisions, and the
+// router and a task's title treat it as one.
 func readTaskLine(l *line, t string) bool {
+	if q, ok := readNumericRequest(t); ok {
+		l.kind, l.key = kindDecide, q.text
+		if q.kind == reqEntities {
+			l.key = q.field
+		}
+		return true
+	}
 	if rest, ok := strings.CutPrefix(t, "tags:"); ok {
 		if tags, ok := readTags(rest); ok {
 			l.kind, l.tags = kindTags, tags
@@ -303,7 +312,8 @@ func (r *request) taskTags(i int) []string {
 	return tags
 }
 
-// decide answers one decide line of message cur with `KEY = X` (docs/sim.md):
+// decide answers one decide line of message cur with `KEY = X` (docs/sim.md), or a numeric
+// request with its numbers (learn_numeric_agent.go):
 //
 //  1. The advice for KEY that applies to the task, walked in context order, the latest
 //     statement winning: a use of an option makes it the choice and no longer avoided; an avoid
@@ -312,6 +322,9 @@ func (r *request) taskTags(i int) []string {
 //  2. Otherwise the option at index h mod n among those not avoided (all, if every one is),
 //     h the FNV-1a hash of the task message, a zero byte, KEY, a zero byte and the seed.
 func (x *exchange) decide(cur int, d *line, seed int64) string {
+	if q, ok := readNumericRequest(d.body); ok && d.options == nil {
+		return x.numeric(cur, &q)
+	}
 	r := x.r
 	tags := r.taskTags(cur)
 	choice, avoided := "", map[string]bool{}

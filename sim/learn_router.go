@@ -14,8 +14,10 @@ import (
 //   - a `#route SYSTEM | SCOPE` line in the task, SYSTEM offered: reuse the cluster of SYSTEM
 //     whose description is SCOPE (ignoring case and surrounding spaces), else create one;
 //   - otherwise reuse the cluster, of any system, described by the task's title, else create one
-//     described by it, with the first offered of: icl if the task holds a detail; hippocam if it
-//     holds a decision, an !ask or a fact; icl; the first system offered.
+//     described by it: with the numeric system of the task's first numeric request whose system
+//     is offered (part 3: regression for estimate, hazard for estimate-curve, entities for
+//     estimate-entities); failing that, with the first offered of: icl if the task holds a
+//     detail; hippocam if it holds a decision, an !ask or a fact; icl; the first system offered.
 
 // untitled describes the cluster of a task whose message has no title line.
 const untitled = "untitled task"
@@ -42,6 +44,7 @@ type taskFeatures struct {
 	title        string
 	route        [2]string // the first #route naming an offered system
 	detail, kept bool      // a detail line; a decision, an !ask or a fact
+	numeric      []string  // the systems of the numeric requests, in order
 }
 
 // readTask reads the features of a task's user messages; offered reports whether a system is
@@ -63,6 +66,9 @@ func readTask(task *learn.RouterTask, offered func(string) bool) taskFeatures {
 				f.detail = true
 			case kindDecide, kindAsk, kindFact:
 				f.kept = true
+			}
+			if q, ok := readNumericRequest(l.body); ok && l.kind == kindDecide {
+				f.numeric = append(f.numeric, q.systemFor())
 			}
 			if first && f.title == "" && titleLine(&l) {
 				f.title = l.body
@@ -111,6 +117,7 @@ func routeTask(in *learn.RouterInput) learn.RouterAnswer {
 		}
 	}
 	var prefer []string
+	prefer = append(prefer, f.numeric...)
 	if f.detail {
 		prefer = append(prefer, "icl")
 	}

@@ -124,6 +124,10 @@ func (m *Model) AnswerSeed(role hippocam.CallRole, msgs []hippocam.Message, tool
 		a, err = rbExtract(r)
 	case hippocam.CallRouter:
 		a, err = router(r)
+	case hippocam.CallAdapter:
+		a, err = adapter(r)
+	case hippocam.CallExtractor:
+		a, err = extractor(r)
 	default:
 		a, err = m.agent(r, seed)
 	}
@@ -188,8 +192,10 @@ func callRole(s string) (hippocam.CallRole, error) {
 		return r, nil
 	case hippocam.CallRBJudge, hippocam.CallRBExtract:
 		return r, nil
+	case hippocam.CallAdapter, hippocam.CallExtractor:
+		return r, nil
 	}
-	return "", hippocam.Errorf(hippocam.EINVALID, "unknown call role %q; use agent, janus, precip or palim", s)
+	return "", hippocam.Errorf(hippocam.EINVALID, "unknown call role %q; the simulation plays agent, janus, precip, palim, router, judge, inductor, lessons, rb_judge, rb_extract, adapter and extractor", s)
 }
 
 // requestDigest identifies a request for the ids of its answer. Whether the answer is streamed

@@ -43,6 +43,23 @@ func TestReadNamesTheBadLine(t *testing.T) {
 		{"ErrLateSystem", `{"id":"b","messages":[{"role":"user","content":"hi"},{"role":"system","content":"x"}]}`, "stream line 3: message 2: system messages come first"},
 		{"ErrNoRightValue", `{"id":"b","messages":[{"role":"user","content":"hi"}],"env":{"decide":{"k":{"right":[]}}}}`, "stream line 3: decision \"k\" has no right value"},
 		{"ErrReferenceNotRight", `{"id":"b","messages":[{"role":"user","content":"hi"}],"env":{"decide":{"k":{"right":["x"],"reference":"y"}}}}`, "stream line 3: decision \"k\": the reference"},
+		{"ErrEstimateKey", numeric(`"estimate":{"sales[store=n":{"truth":1,"tol":1}}`), `stream line 3: estimate "sales[store=n": not a key`},
+		{"ErrEstimateNoTruth", numeric(`"estimate":{"sales[store=n]":{"tol":1}}`), `stream line 3: estimate "sales[store=n]" has no truth`},
+		{"ErrEstimateTol", numeric(`"estimate":{"sales[store=n]":{"truth":0,"tol":0}}`), `stream line 3: estimate "sales[store=n]": tol must be positive`},
+		{"ErrEstimateNotAnObject", numeric(`"estimate":{"sales[store=n]":5}`), `stream line 3: json`},
+		{"ErrSameKeyTwice", numeric(`"estimate":{"s[a=1,b=2]":{"truth":1,"tol":1}},"curve":{"s[b=2,a=1]":{"truth":[1],"realized":[1],"tol":1}}`), `stream line 3: curve "s[b=2,a=1]": the same key as estimate "s[a=1,b=2]"`},
+		{"ErrDecisionAndEstimate", numeric(`"decide":{"k":{"right":["x"]}},"estimate":{"k":{"truth":1,"tol":1}}`), `stream line 3: estimate "k": the same key as decision "k"`},
+		{"ErrCurveEmpty", numeric(`"curve":{"c[p=a]":{"truth":[],"realized":[],"tol":1}}`), `stream line 3: curve "c[p=a]": the truth has no value`},
+		{"ErrCurveRealizedLength", numeric(`"curve":{"c[p=a]":{"truth":[0.9,0.8],"realized":[0.9],"tol":1}}`), `curve "c[p=a]": realized has 1 values, the truth 2`},
+		{"ErrCurveRises", numeric(`"curve":{"c[p=a]":{"truth":[0.9,0.8],"realized":[0.9,0.95],"tol":1}}`), `curve "c[p=a]": realized value 2 (0.95) is above value 1 (0.9)`},
+		{"ErrCurveNotProbability", numeric(`"curve":{"c[p=a]":{"truth":[1.2],"realized":[0.9],"tol":1}}`), `truth value 1 is 1.2, not a probability`},
+		{"ErrCurveTol", numeric(`"curve":{"c[p=a]":{"truth":[0.9],"realized":[0.9]}}`), `curve "c[p=a]": tol must be positive, not 0`},
+		{"ErrEntitiesField", numeric(`"entities":{"identity":"freq","field":"po wer","truth":[[1,2]],"tol_identity":1,"tol":1}`), `stream line 3: entities: the field "po wer" is not a field name`},
+		{"ErrEntitiesSameField", numeric(`"entities":{"identity":"freq","field":"freq","truth":[[1,2]],"tol_identity":1,"tol":1}`), `entities: the identity and the field are both "freq"`},
+		{"ErrEntitiesNoTruth", numeric(`"entities":{"identity":"freq","field":"power","truth":[],"tol_identity":1,"tol":1}`), `entities: the truth lists no entity`},
+		{"ErrEntitiesPair", numeric(`"entities":{"identity":"freq","field":"power","truth":[[1,2],[3]],"tol_identity":1,"tol":1}`), `entities: truth 2 has 1 numbers, not 2 (freq, power)`},
+		{"ErrEntitiesTolIdentity", numeric(`"entities":{"identity":"freq","field":"power","truth":[[1,2]],"tol":1}`), `entities: tol_identity must be positive, not 0`},
+		{"ErrEntitiesTol", numeric(`"entities":{"identity":"freq","field":"power","truth":[[1,2]],"tol_identity":1,"tol":-1}`), `entities: tol must be positive, not -1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +69,11 @@ func TestReadNamesTheBadLine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// numeric is a stream line whose env holds the given members.
+func numeric(env string) string {
+	return `{"id":"b","messages":[{"role":"user","content":"hi"}],"env":{` + env + `}}`
 }
 
 func TestScore(t *testing.T) {

@@ -267,7 +267,29 @@ window.hippocamLearning = (kit) => {
     if (Array.isArray(st.records)) return renderRecords(st.records, key);
     if (Array.isArray(st.trajectories)) return renderTrajectories(st.trajectories, key);
     if (Array.isArray(st.context)) return renderClusterSession(st, key);
+    if (typeof st.status === 'string' && Array.isArray(st.refused)) return renderNumeric(st);
     return el('pre', { class: 'raw mono', 'data-testid': 'state-json', text: JSON.stringify(st, null, 2) });
+  }
+
+  // renderNumeric draws a numeric cluster (regression, hazard, entities): where its
+  // configuration stands and why, the frozen bindings, the batches it refused, and its data.
+  function renderNumeric(st) {
+    const refused = list(st.refused);
+    return el('div', { class: 'state-numeric', 'data-testid': 'state-numeric' },
+      el('p', {},
+        el('span', { class: 'badge', 'data-testid': 'numeric-status', text: st.status }),
+        ' ', st.status === 'warming' ? 'waiting for its first reuse to be configured from warm-up ' + (st.warmup || '') :
+          fmtInt(st.events || 0) + ' events learned from'),
+      st.problem ? el('p', { class: 'error', 'data-testid': 'numeric-problem', text: 'Configuration failed: ' + st.problem }) : null,
+      st.bindings ? el('div', {},
+        el('div', { class: 'section-label', text: 'Bindings (frozen)' }),
+        el('pre', { class: 'raw mono', 'data-testid': 'numeric-bindings', text: JSON.stringify(st.bindings, null, 2) })) : null,
+      refused.length ? el('div', { 'data-testid': 'numeric-refused' },
+        el('div', { class: 'section-label', text: 'Refused batches (never learned from)' }),
+        el('ul', {}, refused.map((r) => el('li', {}, el('span', { class: 'mono', text: r.source }), ': ' + r.error)))) : null,
+      st.data ? el('details', {},
+        el('summary', { text: 'Data' }),
+        el('pre', { class: 'raw mono', 'data-testid': 'numeric-data', text: JSON.stringify(st.data, null, 2) })) : null);
   }
 
   function renderLessonsState(st, c) {
