@@ -14,6 +14,8 @@ import (
 	"github.com/hippocam/hippocam/memory/hippocamsys"
 	"github.com/hippocam/hippocam/memory/icl"
 	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/library"
+	"github.com/hippocam/hippocam/memory/numeric"
 	"github.com/hippocam/hippocam/memory/reasoningbank"
 )
 
@@ -119,6 +121,16 @@ func stateView(c *hippocam.Cluster) (state any, entries int, err error) {
 			return nil, 0, err
 		}
 		return v, len(v.Context), nil
+	}
+	if library.Numeric(c.System) {
+		v, err := numeric.ViewState(c.State)
+		if err != nil {
+			return nil, 0, err
+		}
+		if sys, err := library.New(c.System, nil); err == nil {
+			entries = sys.Entries(c.State)
+		}
+		return v, entries, nil
 	}
 	if len(c.State) == 0 {
 		return map[string]any{}, 0, nil

@@ -1,5 +1,6 @@
 // Package library names the memory systems a router may choose from (docs/learning.md §2) and
-// builds them by id: icl, reasoning_bank, lessons and hippocam.
+// builds them by id: icl, reasoning_bank, lessons and hippocam, and the numeric systems
+// regression, hazard and entities.
 package library
 
 import (
@@ -7,14 +8,17 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/entities"
+	"github.com/hippocam/hippocam/memory/hazard"
 	"github.com/hippocam/hippocam/memory/hippocamsys"
 	"github.com/hippocam/hippocam/memory/icl"
 	"github.com/hippocam/hippocam/memory/lessons"
 	"github.com/hippocam/hippocam/memory/reasoningbank"
+	"github.com/hippocam/hippocam/memory/regression"
 )
 
 // names lists the systems in the order a library offers them.
-var names = []string{icl.Name, reasoningbank.Name, lessons.Name, hippocamsys.Name}
+var names = []string{icl.Name, reasoningbank.Name, lessons.Name, hippocamsys.Name, regression.Name, hazard.Name, entities.Name}
 
 // Names returns the ids of every system, in the order a library offers them.
 func Names() []string { return append([]string(nil), names...) }
@@ -30,6 +34,12 @@ func New(name string, env *learn.Env) (hippocam.MemorySystem, error) {
 		return lessons.New(env), nil
 	case hippocamsys.Name:
 		return hippocamsys.New(env), nil
+	case regression.Name:
+		return regression.New(env), nil
+	case hazard.Name:
+		return hazard.New(env), nil
+	case entities.Name:
+		return entities.New(env), nil
 	}
 	return nil, hippocam.Errorf(hippocam.EINVALID, "unknown memory system %q; the library has %s", name, strings.Join(names, ", "))
 }
@@ -68,4 +78,10 @@ func SetBudget(systems []hippocam.MemorySystem, budget int) {
 			h.Window = max(budget, MinClusterWindow)
 		}
 	}
+}
+
+// Numeric reports whether the system with the given id is one of the numeric systems, whose
+// state is a numeric.State (the REST API and the viewer show it as such).
+func Numeric(name string) bool {
+	return name == regression.Name || name == hazard.Name || name == entities.Name
 }

@@ -17,7 +17,7 @@ func env() *learn.Env {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"icl", "reasoning_bank", "lessons", "hippocam"}
+	want := []string{"icl", "reasoning_bank", "lessons", "hippocam", "regression", "hazard", "entities"}
 	if got := library.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
