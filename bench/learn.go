@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,8 @@ const (
 
 // LearnConfig says what `hippocam bench learn` runs.
 type LearnConfig struct {
+	// Suite is the kind of stream generated: SuiteDecisions (the default) or SuiteNumeric.
+	Suite string `json:"suite"`
 	// Quick runs one small stream, for CI (QuickLearn… sizes, unless set).
 	Quick bool `json:"quick"`
 	// Streams are drawn from seeds Seed, Seed+1, …; each holds Tasks tasks.
@@ -49,7 +52,8 @@ type LearnConfig struct {
 	// default, a quarter of W).
 	Window         int `json:"window"`
 	AdvisoryBudget int `json:"advisory_budget,omitempty"`
-	// Conditions to run (default: every one, LearnConditions).
+	// Conditions to run (default: every one, LearnConditions; for the numeric suite
+	// NumericConditions).
 	Conditions []string `json:"conditions"`
 	// CurveWindow is how many tasks of the stream each point of the learning curve averages.
 	CurveWindow int             `json:"curve_window"`
@@ -93,8 +97,14 @@ func (c LearnConfig) withDefaults() LearnConfig {
 	if c.Prices == (hippocam.Prices{}) {
 		c.Prices = d.Prices
 	}
+	if c.Suite == "" {
+		c.Suite = SuiteDecisions
+	}
 	if len(c.Conditions) == 0 {
 		c.Conditions = append([]string(nil), LearnConditions...)
+		if c.Suite == SuiteNumeric {
+			c.Conditions = append([]string(nil), NumericConditions...)
+		}
 	}
 	if c.Parallel <= 0 {
 		c.Parallel = runtime.GOMAXPROCS(0)
@@ -105,11 +115,14 @@ func (c LearnConfig) withDefaults() LearnConfig {
 // Validate reports a setting that cannot run (EINVALID).
 func (c LearnConfig) Validate() error {
 	c = c.withDefaults()
+	fams := suiteFamilies(c.Suite)
 	switch {
+	case !contains(LearnSuites(), c.Suite):
+		return hippocam.Errorf(hippocam.EINVALID, "unknown suite %q (%s)", c.Suite, strings.Join(LearnSuites(), ", "))
 	case c.Streams < 1:
 		return hippocam.Errorf(hippocam.EINVALID, "streams: at least 1")
-	case c.Tasks < 2*len(LearnFamilies()):
-		return hippocam.Errorf(hippocam.EINVALID, "tasks: at least %d, twice the families", 2*len(LearnFamilies()))
+	case c.Tasks < 2*len(fams):
+		return hippocam.Errorf(hippocam.EINVALID, "tasks: at least %d, twice the families", 2*len(fams))
 	case c.Attempts < 1:
 		return hippocam.Errorf(hippocam.EINVALID, "attempts: at least 1")
 	case c.Window < 1000:
@@ -125,11 +138,13 @@ func (c LearnConfig) Validate() error {
 	return nil
 }
 
-// LearnStream is one generated stream: its seed, its tasks (as written to the stream file) and
-// how many tasks of each family it holds.
+// LearnStream is one generated stream: its seed, its tasks (as written to the stream file:
+// Tasks for the decision suite, Numeric for the numeric one) and how many tasks of each family
+// it holds.
 type LearnStream struct {
 	Seed     int64          `json:"seed"`
 	Tasks    []StreamTask   `json:"-"`
+	Numeric  []NumericTask  `json:"-"`
 	Scored   int            `json:"scored"`
 	Families map[string]int `json:"families"`
 }
@@ -141,10 +156,12 @@ type LearnRun struct {
 	Result    *stream.Result `json:"result,omitempty"`
 	// Families holds attempt 1's mean reward and the best of the attempts' per family.
 	Families map[string]FamilyScore `json:"families,omitempty"`
-	// Curve is the mean reward of the scored tasks in each CurveWindow tasks of the stream.
-	Curve   []float64 `json:"curve,omitempty"`
-	Seconds float64   `json:"seconds"`
-	Error   string    `json:"error,omitempty"`
+	// Curve is the mean reward of the scored tasks in each CurveWindow tasks of the stream;
+	// FamilyCurves, per family, in each FamilyCurveWindow scored tasks of the family.
+	Curve        []float64            `json:"curve,omitempty"`
+	FamilyCurves map[string][]float64 `json:"family_curves,omitempty"`
+	Seconds      float64              `json:"seconds"`
+	Error        string               `json:"error,omitempty"`
 }
 
 // FamilyScore is one family's reward in one run.
@@ -166,7 +183,7 @@ func RunLearn(ctx context.Context, cfg LearnConfig) (*LearnReport, error) {
 	parsed := make([][]stream.Task, cfg.Streams)
 	for s := range cfg.Streams {
 		seed := cfg.Seed + int64(s)
-		st, tasks, err := buildStream(seed, cfg.Tasks)
+		st, tasks, err := buildStream(cfg.Suite, seed, cfg.Tasks)
 		if err != nil {
 			return nil, err
 		}
@@ -215,14 +232,20 @@ func RunLearn(ctx context.Context, cfg LearnConfig) (*LearnReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-// buildStream generates one stream and reads it back through learn/stream, as `hippocam learn`
-// would read the file.
-func buildStream(seed int64, n int) (LearnStream, []stream.Task, error) {
-	tasks, err := GenerateStream(seed, n)
+// buildStream generates one stream of suite and reads it back through learn/stream, as
+// `hippocam learn` would read the file.
+func buildStream(suite string, seed int64, n int) (LearnStream, []stream.Task, error) {
+	st := LearnStream{Seed: seed, Families: map[string]int{}}
+	var err error
+	if suite == SuiteNumeric {
+		st.Numeric, err = GenerateNumericStream(seed, n)
+	} else {
+		st.Tasks, err = GenerateStream(seed, n)
+	}
 	if err != nil {
 		return LearnStream{}, nil, err
 	}
-	data, err := WriteStream(tasks)
+	data, err := st.encode()
 	if err != nil {
 		return LearnStream{}, nil, err
 	}
@@ -230,14 +253,40 @@ func buildStream(seed int64, n int) (LearnStream, []stream.Task, error) {
 	if err != nil {
 		return LearnStream{}, nil, fmt.Errorf("read generated stream %d: %w", seed, err)
 	}
-	st := LearnStream{Seed: seed, Tasks: tasks, Families: map[string]int{}}
-	for i := range tasks {
-		st.Families[tasks[i].Source]++
-		if tasks[i].Scored() {
+	for _, t := range st.outline() {
+		st.Families[t.family]++
+		if t.scored {
 			st.Scored++
 		}
 	}
 	return st, parsed, nil
+}
+
+// taskOutline is what the report needs of one task of a stream: its family and whether it is
+// scored.
+type taskOutline struct {
+	family string
+	scored bool
+}
+
+// outline lists the stream's tasks in order.
+func (st *LearnStream) outline() []taskOutline {
+	out := make([]taskOutline, 0, len(st.Tasks)+len(st.Numeric))
+	for i := range st.Tasks {
+		out = append(out, taskOutline{FamilyOf(st.Tasks[i].Source), st.Tasks[i].Scored()})
+	}
+	for i := range st.Numeric {
+		out = append(out, taskOutline{FamilyOf(st.Numeric[i].Source), st.Numeric[i].Scored()})
+	}
+	return out
+}
+
+// encode writes the stream as JSON Lines.
+func (st *LearnStream) encode() ([]byte, error) {
+	if len(st.Numeric) > 0 {
+		return WriteNumericStream(st.Numeric)
+	}
+	return WriteStream(st.Tasks)
 }
 
 // runCondition runs one condition on one stream and derives the per-family scores and the curve.
@@ -278,17 +327,17 @@ func (r *LearnRun) derive(st LearnStream, window int) error {
 		reward, top float64
 	}
 	fams := map[string]*acc{}
-	curve := make([]acc, (len(st.Tasks)+window-1)/window)
+	tasks := st.outline()
+	curve := make([]acc, (len(tasks)+window-1)/window)
 	k := 0
-	for i := range st.Tasks {
-		t := &st.Tasks[i]
-		if !t.Scored() {
+	for i, t := range tasks {
+		if !t.scored {
 			continue
 		}
-		a := fams[t.Source]
+		a := fams[t.family]
 		if a == nil {
 			a = &acc{}
-			fams[t.Source] = a
+			fams[t.family] = a
 		}
 		a.n++
 		a.reward += res.Rewards[k]
@@ -308,6 +357,7 @@ func (r *LearnRun) derive(st LearnStream, window int) error {
 			r.Curve[i] = c.reward / float64(c.n)
 		}
 	}
+	r.FamilyCurves = familyCurves(tasks, res.Rewards, FamilyCurveWindow)
 	return nil
 }
 

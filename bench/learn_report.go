@@ -48,9 +48,11 @@ type LearnSummary struct {
 	Entries      float64   `json:"memory_entries"`
 	EntriesCurve []float64 `json:"entries_curve"`
 	Clusters     float64   `json:"clusters"`
-	// Curve is the learning curve: mean reward per CurveWindow tasks.
-	Curve    []float64              `json:"curve"`
-	Families map[string]FamilyScore `json:"families"`
+	// Curve is the learning curve: mean reward per CurveWindow tasks. FamilyCurves are the
+	// families' own, per FamilyCurveWindow scored tasks of the family.
+	Curve        []float64              `json:"curve"`
+	FamilyCurves map[string][]float64   `json:"family_curves,omitempty"`
+	Families     map[string]FamilyScore `json:"families"`
 	// Routing is averaged over the streams (nil for conditions without a router).
 	Routing *LearnRouting `json:"routing,omitempty"`
 	// UpdateFailures counts the cluster updates given up per stream.
@@ -87,12 +89,17 @@ func (r *LearnReport) summarise() {
 			r.Summary = append(r.Summary, summariseRuns(cond, runs))
 		}
 	}
-	r.Targets = learnTargets(r.Summary, r.Config.Attempts)
+	if r.Config.Suite == SuiteNumeric {
+		r.Targets = numericTargets(r.Summary)
+	} else {
+		r.Targets = learnTargets(r.Summary, r.Config.Attempts)
+	}
 }
 
 func summariseRuns(cond string, runs []*LearnRun) LearnSummary {
 	s := LearnSummary{Condition: cond, Streams: len(runs), RewardMin: math.Inf(1), RewardMax: math.Inf(-1),
-		CostByRole: map[hippocam.CallRole]float64{}, Calls: map[hippocam.CallRole]float64{}, Families: map[string]FamilyScore{}}
+		CostByRole: map[hippocam.CallRole]float64{}, Calls: map[hippocam.CallRole]float64{}, Families: map[string]FamilyScore{},
+		FamilyCurves: map[string][]float64{}}
 	n := float64(len(runs))
 	var rewardSum, costSum float64
 	var routing LearnRouting
@@ -121,6 +128,9 @@ func summariseRuns(cond string, runs []*LearnRun) LearnSummary {
 		s.Clusters += float64(res.Clusters) / n
 		s.UpdateFailures += float64(res.UpdateFailures) / n
 		s.Curve = addScaled(s.Curve, run.Curve, 1/n)
+		for f, c := range run.FamilyCurves {
+			s.FamilyCurves[f] = addScaled(s.FamilyCurves[f], c, 1/n)
+		}
 		entries := make([]float64, len(res.Entries))
 		for i, e := range res.Entries {
 			entries[i] = float64(e)
@@ -232,8 +242,12 @@ func (r *LearnReport) WriteJSON(w io.Writer) error {
 func (r *LearnReport) Markdown() string {
 	var b strings.Builder
 	c := r.Config
-	fmt.Fprintf(&b, "# Learning benchmark\n\nSimulated model (docs/sim.md part 2), %d stream(s) of %d tasks from seed %d, W = %s, advisory budget %s, N = %d attempts for best-of-n and lessons. Prices in USD per million tokens: uncached input %g, cached input %g, output %g.",
-		c.Streams, c.Tasks, c.Seed, thousands(int64(c.Window)), budgetText(c), c.Attempts, c.Prices.Input, c.Prices.CachedInput, c.Prices.Output)
+	part := "docs/sim.md part 2"
+	if c.Suite == SuiteNumeric {
+		part = "docs/sim.md part 3, the numeric tasks"
+	}
+	fmt.Fprintf(&b, "# Learning benchmark\n\nSimulated model (%s), suite %s: %d stream(s) of %d tasks from seed %d, W = %s, advisory budget %s, N = %d attempts for best-of-n and lessons. Prices in USD per million tokens: uncached input %g, cached input %g, output %g.",
+		part, c.Suite, c.Streams, c.Tasks, c.Seed, thousands(int64(c.Window)), budgetText(c), c.Attempts, c.Prices.Input, c.Prices.CachedInput, c.Prices.Output)
 	if r.Commit != "" {
 		fmt.Fprintf(&b, " Commit %s.", r.Commit)
 	}
@@ -241,6 +255,7 @@ func (r *LearnReport) Markdown() string {
 	r.overviewTable(&b)
 	r.familyTable(&b)
 	r.curveTable(&b)
+	r.familyCurveTables(&b)
 	r.entriesTable(&b)
 	r.roleTable(&b)
 	if len(r.Targets) > 0 {
@@ -298,7 +313,7 @@ func (r *LearnReport) overviewTable(b *strings.Builder) {
 }
 
 func (r *LearnReport) familyTable(b *strings.Builder) {
-	fams := LearnFamilies()
+	fams := suiteFamilies(r.Config.Suite)
 	b.WriteString("\n## Families\n\nMean reward of attempt 1 per family; for conditions with N attempts, the best of them after the slash.\n\n| condition |")
 	for _, f := range fams {
 		fmt.Fprintf(b, " %s |", f.Source)
@@ -406,8 +421,9 @@ func (r *LearnReport) roleTable(b *strings.Builder) {
 }
 
 // WriteDir writes r into dir (created if missing): learn.json, learn.md, the plots
-// (learn-pareto.svg, learn-curve.svg, learn-entries.svg) and every stream as
-// stream-SEED.jsonl, which `hippocam learn --stream` reads. It returns the paths written.
+// (learn-pareto.svg, learn-curve.svg, learn-entries.svg, learn-families.svg, and for the
+// numeric suite learn-curve-FAMILY.svg per family) and every stream as stream-SEED.jsonl,
+// which `hippocam learn --stream` reads. It returns the paths written.
 func (r *LearnReport) WriteDir(dir string) ([]string, error) {
 	files, err := reportFiles(r, "learn", r.Markdown())
 	if err != nil {
@@ -416,10 +432,16 @@ func (r *LearnReport) WriteDir(dir string) ([]string, error) {
 	if len(r.Summary) > 0 {
 		files = append(files, file{"learn-pareto.svg", LearnParetoPlot(r.Summary)},
 			file{"learn-curve.svg", LearnCurvePlot(r.Summary, r.Config.CurveWindow)},
-			file{"learn-entries.svg", LearnEntriesPlot(r.Summary)})
+			file{"learn-entries.svg", LearnEntriesPlot(r.Summary)},
+			file{"learn-families.svg", LearnFamilyPlot(r.Summary, suiteFamilies(r.Config.Suite))})
+		if r.Config.Suite == SuiteNumeric {
+			for _, f := range NumericFamilies() {
+				files = append(files, file{"learn-curve-" + f.Source + ".svg", LearnFamilyCurvePlot(r.Summary, f.Source, FamilyCurveWindow)})
+			}
+		}
 	}
 	for _, st := range r.Streams {
-		data, err := WriteStream(st.Tasks)
+		data, err := st.encode()
 		if err != nil {
 			return nil, err
 		}

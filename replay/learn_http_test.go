@@ -23,14 +23,24 @@ import (
 // routed`, one session per task, each ended by its outcome, as an agent and its harness would:
 // the rewards come within a few points of `hippocam learn`'s routed-cl on the same stream, in
 // process. A second tenant sees none of the first tenant's clusters.
+//
+// It runs on the decision stream and on the numeric one (docs/sim.md part 3: the numeric
+// clusters are configured on their first reuse and fed by the extractor, through the proxy as
+// in process).
 func TestLearnThroughTheProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	path := "../learn/stream/testdata/small.jsonl"
 	if p := os.Getenv("HIPPOCAM_LEARN_STREAM"); p != "" {
-		path = p // e.g. a stream `hippocam bench learn --out` wrote
+		learnThroughTheProxy(t, p) // e.g. a stream `hippocam bench learn --out` wrote
+		return
 	}
+	for name, path := range map[string]string{"decisions": "../learn/stream/testdata/small.jsonl", "numeric": "../learn/stream/testdata/numeric.jsonl"} {
+		t.Run(name, func(t *testing.T) { learnThroughTheProxy(t, path) })
+	}
+}
+
+func learnThroughTheProxy(t *testing.T, path string) {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

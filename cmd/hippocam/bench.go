@@ -27,10 +27,12 @@ const benchUsage = `Usage:
                           [--provider-only]
         the proxy's added latency and throughput, RECALL latency on the stores, and time to
         first byte and total time at a provider's latency against a bare proxy
-  hippocam bench learn [--quick] [--json] [--out DIR] [--streams N] [--tasks N] [--seed N]
-                       [--attempts N] [--context-window N] [--advisory-budget N] [--conditions a,b]
+  hippocam bench learn [--suite decisions|numeric] [--quick] [--json] [--out DIR] [--streams N]
+                       [--tasks N] [--seed N] [--attempts N] [--context-window N]
+                       [--advisory-budget N] [--conditions a,b] [--write-stream FILE]
         generated task streams under every learning condition: reward, cost by role, memory
-        over the stream, routing against the hidden sources
+        over the stream, routing against the hidden sources; --write-stream only writes the
+        stream of --seed as JSON Lines (for hippocam learn --stream)
 `
 
 // BenchCommand runs a benchmark, named by the word after "bench": `context` compares context
@@ -42,8 +44,10 @@ type BenchCommand struct {
 	// The flags of `bench overhead`.
 	Overhead bench.OverheadConfig
 
-	// The flags of `bench learn`.
-	Learn bench.LearnConfig
+	// The flags of `bench learn`; LearnStreamOut, when set, names the file the stream of the
+	// first seed is written to instead of running it.
+	Learn          bench.LearnConfig
+	LearnStreamOut string
 
 	// The flags of `bench context`.
 	Context   bench.Config
@@ -382,6 +386,8 @@ func (c *BenchCommand) parseLearn(args []string) error {
 	fs.SetOutput(c.Stderr)
 	d := bench.DefaultLearnConfig()
 	var conditions string
+	fs.StringVar(&c.Learn.Suite, "suite", bench.SuiteDecisions, "the kind of task stream: decisions (decisions and facts) or numeric (estimates, curves, entities)")
+	fs.StringVar(&c.LearnStreamOut, "write-stream", "", "write the stream of --seed (with --tasks tasks) to this JSON Lines file and run nothing")
 	fs.BoolVar(&c.Learn.Quick, "quick", false, fmt.Sprintf("one stream of %d tasks and %d attempts, for CI", bench.QuickLearnTasks, bench.QuickLearnAttempts))
 	fs.BoolVar(&c.JSON, "json", false, `print {"config": {…}, "streams": […], "runs": […], "summary": […], "targets": […]} instead of Markdown`)
 	fs.StringVar(&c.Out, "out", "", "also write learn.json, learn.md, the plots and the streams (stream-SEED.jsonl) into this directory")
@@ -391,7 +397,7 @@ func (c *BenchCommand) parseLearn(args []string) error {
 	fs.IntVar(&c.Learn.Attempts, "attempts", 0, fmt.Sprintf("N, the attempts of best-of-n and lessons (default %d; quick: %d)", d.Attempts, bench.QuickLearnAttempts))
 	fs.IntVar(&c.Learn.Window, "context-window", d.Window, "context window W in tokens")
 	fs.IntVar(&c.Learn.AdvisoryBudget, "advisory-budget", 0, "tokens an advisory may take (default: W/4)")
-	fs.StringVar(&conditions, "conditions", "", "comma-separated conditions to run (default: all)")
+	fs.StringVar(&conditions, "conditions", "", "comma-separated conditions to run (default: all; numeric suite: "+strings.Join(bench.NumericConditions, ", ")+")")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -406,6 +412,9 @@ func (c *BenchCommand) parseLearn(args []string) error {
 // make the command fail at the end.
 func (c *BenchCommand) runLearn(ctx context.Context) error {
 	cfg := c.Learn
+	if c.LearnStreamOut != "" {
+		return c.writeLearnStream()
+	}
 	if isTerminal(c.Stderr) {
 		cfg.Progress = bench.ProgressBar(c.Stderr, "learn")
 	}
@@ -418,4 +427,25 @@ func (c *BenchCommand) runLearn(ctx context.Context) error {
 		return err
 	}
 	return runErr
+}
+
+// writeLearnStream writes the stream `bench learn` would generate from --seed, with --tasks
+// tasks (the quick size with --quick), to --write-stream.
+func (c *BenchCommand) writeLearnStream() error {
+	n := c.Learn.Tasks
+	if n == 0 {
+		n = bench.DefaultLearnTasks
+		if c.Learn.Quick {
+			n = bench.QuickLearnTasks
+		}
+	}
+	data, err := bench.LearnStreamData(c.Learn.Suite, c.Learn.Seed, n)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.LearnStreamOut, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.Stderr, "wrote %s (%s suite, seed %d, %d tasks)\n", c.LearnStreamOut, c.Learn.Suite, c.Learn.Seed, n)
+	return nil
 }
