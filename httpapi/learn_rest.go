@@ -188,21 +188,34 @@ func (s *Server) exportLessons(w http.ResponseWriter, r *http.Request, tenant st
 		s.restError(w, r, err)
 		return
 	}
+	md, name, err := lessonsFile(clusters)
+	if err != nil {
+		s.restError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	w.WriteHeader(http.StatusOK)
+	w.Write(md)
+}
+
+// lessonsFile is the lessons file of clusters and its file name, as exportLessons writes them:
+// one cluster's file as it is (it imports back unchanged), several one after another under a
+// heading naming each, none an empty file.
+func lessonsFile(clusters []hippocam.Cluster) ([]byte, string, error) {
 	var b strings.Builder
 	name := "lessons.md"
 	switch len(clusters) {
 	case 0:
 		md, err := lessons.Export(nil)
 		if err != nil {
-			s.restError(w, r, err)
-			return
+			return nil, "", err
 		}
 		b.Write(md)
 	case 1:
 		md, err := lessons.Export(clusters[0].State)
 		if err != nil {
-			s.restError(w, r, fmt.Errorf("export cluster %s: %w", clusters[0].ID, err))
-			return
+			return nil, "", fmt.Errorf("export cluster %s: %w", clusters[0].ID, err)
 		}
 		b.Write(md)
 		if plainName.MatchString(clusters[0].ID) {
@@ -212,8 +225,7 @@ func (s *Server) exportLessons(w http.ResponseWriter, r *http.Request, tenant st
 		for i, c := range clusters {
 			md, err := lessons.Export(c.State)
 			if err != nil {
-				s.restError(w, r, fmt.Errorf("export cluster %s: %w", c.ID, err))
-				return
+				return nil, "", fmt.Errorf("export cluster %s: %w", c.ID, err)
 			}
 			if i > 0 {
 				b.WriteString("\n")
@@ -222,10 +234,7 @@ func (s *Server) exportLessons(w http.ResponseWriter, r *http.Request, tenant st
 			b.Write(md)
 		}
 	}
-	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	w.WriteHeader(http.StatusOK)
-	w.Write([]byte(b.String()))
+	return []byte(b.String()), name, nil
 }
 
 // plainName is a cluster id that may go into a file name as it is.

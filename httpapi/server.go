@@ -1,8 +1,8 @@
 // Package httpapi serves Hippocam over HTTP: the transparent proxy in the formats agents speak
 // (OpenAI Chat Completions, OpenAI Responses, Anthropic Messages), each a thin translation onto
 // the session service (package sessions), which decides which session a request continues; a
-// JSON REST API over sessions and their message trees; the web viewer; Prometheus metrics and a
-// health check. This package holds only routing, authentication, translation and the mapping of
+// JSON REST API over sessions and their message trees; MCP over Streamable HTTP at /mcp (package
+// mcp, per tenant); the web viewer; Prometheus metrics and a health check. This package holds only routing, authentication, translation and the mapping of
 // errors to each format's error JSON.
 //
 // Tenants. With keys (Config.Keys), every endpoint but /healthz needs Authorization: Bearer KEY
@@ -134,6 +134,10 @@ func (s *Server) routes() {
 	s.handle("POST /api/lessons/import", "lessons_import", s.importLessons)
 	s.handle("DELETE /api/lessons/{id}", "lesson_delete", s.deleteLesson)
 	s.handle("GET /api/jobs", "jobs", s.listJobs)
+	mcpRoute := s.mcpRoute() // MCP over Streamable HTTP (mcp.go)
+	for _, method := range []string{"GET", "POST", "DELETE"} {
+		s.handle(method+" /mcp", "mcp", mcpRoute)
+	}
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"status":"ok"}`))

@@ -41,6 +41,10 @@ Usage:
         compare Hippocam with the baseline context policies on generated workloads, offline
   hippocam bench overhead [--json] [--ttft-ms N --tokens-per-second R] [--steps N] [--provider-only]
         the proxy's added latency and throughput, and RECALL latency on the stores
+  hippocam bench learn [--suite decisions|numeric] [--quick] [--json] [--out DIR] [--write-stream FILE]
+        the learning conditions on generated task streams (decisions and facts, or numeric estimates), offline
+  hippocam mcp --db PATH [--tenant NAME] [--learn routed --upstream BASE_URL]
+        serve one tenant's memory, lessons and clusters over MCP on stdio (beside a running serve)
   hippocam learn --stream FILE [--conditions a,b] [--attempts N] [--context-window W] [--advisory-budget TOKENS] [--json]
         run a task stream under each learning condition with the simulated model, offline
   hippocam version
@@ -67,6 +71,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = &BenchCommand{Stdout: stdout, Stderr: stderr}
 	case "learn":
 		cmd = &LearnCommand{Stdout: stdout, Stderr: stderr}
+	case "mcp":
+		cmd = &McpCommand{Stdout: stdout, Stderr: stderr}
 	case "version":
 		fmt.Fprintln(stdout, "hippocam", Version)
 		return 0

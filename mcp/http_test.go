@@ -1,0 +1,117 @@
+package mcp_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hippocam/hippocam/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// keyTransport sends the API key it holds now with every request.
+type keyTransport struct{ key atomic.Value }
+
+func (k *keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if key, _ := k.key.Load().(string); key != "" {
+		r.Header.Set("Authorization", "Bearer "+key)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// httpClient connects an MCP client to /mcp, sending the key keys holds at each request.
+func (w *world) httpClient(keys *keyTransport) *sdk.ClientSession {
+	w.t.Helper()
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-client", Version: "1"}, nil).Connect(context.Background(),
+		&sdk.StreamableClientTransport{Endpoint: w.http.URL + "/mcp", HTTPClient: &http.Client{Transport: keys}, MaxRetries: -1}, nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// Over Streamable HTTP every request is authenticated like any other endpoint's, and served as
+// the tenant its key names at that request: a client whose key changes sees the other tenant
+// from its next call on, whatever it was told at initialization.
+func TestHTTPTenantPerRequest(t *testing.T) {
+	w := newWorld(t)
+	w.shopSession("acme", "ours")
+	w.shopSession("other", "theirs")
+	keys := &keyTransport{}
+	keys.key.Store("k-acme")
+	cs := w.httpClient(keys)
+	var listed struct{ Sessions []struct{ ID string } }
+	ok(t, cs, mcp.ToolListSessions, nil, &listed)
+	if len(listed.Sessions) != 1 || listed.Sessions[0].ID != "ours" {
+		t.Fatalf("acme lists %+v", listed)
+	}
+	var found struct{ Hits []any }
+	ok(t, cs, mcp.ToolSearchMemory, map[string]any{"session": "ours", "query": "Dana"}, &found)
+	if len(found.Hits) != 1 {
+		t.Fatalf("acme's search: %+v", found)
+	}
+	keys.key.Store("k-other")
+	ok(t, cs, mcp.ToolListSessions, nil, &listed)
+	if len(listed.Sessions) != 1 || listed.Sessions[0].ID != "theirs" {
+		t.Fatalf("with other's key the same client lists %+v", listed)
+	}
+	if got := toolError(t, cs, mcp.ToolSearchMemory, map[string]any{"session": "ours", "query": "Dana"}); got != `not_found: session "ours" not found` {
+		t.Fatalf("other searching acme's session: %q", got)
+	}
+	keys.key.Store("k-wrong")
+	if _, err := cs.ListTools(context.Background(), nil); err == nil {
+		t.Fatal("a wrong key was served")
+	}
+}
+
+// A missing or wrong key is the 401 every endpoint gives, before MCP reads the request: the same
+// body, and nothing of any tenant in it. GET and DELETE are authenticated too; the stateless
+// server keeps no session for them to act on.
+func TestHTTPUnauthorized(t *testing.T) {
+	w := newWorld(t)
+	w.shopSession("acme", "ours")
+	_, reference := w.rest("", "/api/sessions")
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_sessions","arguments":{}}}`
+	for _, c := range []struct {
+		method, key, body string
+		status            int
+	}{
+		{"POST", "", initialize, 401},
+		{"POST", "k-wrong", initialize, 401},
+		{"POST", "", list, 401},
+		{"POST", "Bearer", list, 401},
+		{"GET", "", "", 401},
+		{"DELETE", "k-wrong", "", 401},
+		{"GET", "k-acme", "", 405},
+		{"POST", "k-acme", list, 200},
+	} {
+		req, _ := http.NewRequest(c.method, w.http.URL+"/mcp", strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s /mcp key %q: %d %s, want %d", c.method, c.key, resp.StatusCode, body, c.status)
+			continue
+		}
+		switch {
+		case c.status == 401 && string(body) != reference:
+			t.Errorf("%s /mcp key %q: 401 body %s, want the one every endpoint gives: %s", c.method, c.key, body, reference)
+		case c.status == 200 && !strings.Contains(string(body), "ours"):
+			t.Errorf("an authenticated call without initialization: %s", body)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+// Package mcp serves Hippocam over the Model Context Protocol, for agents that cannot send their
+// model calls through the proxy but can call MCP tools: desktop assistants, IDE agents, hosted
+// agents. It is a thin transport (docs/architecture.md §9): every tool and resource is one call
+// of the services the REST API uses (the store, the session service, the REST API's own
+// renderings through Views), translated to MCP; nothing here decides anything about sessions,
+// memory or learning. docs/mcp.md tells users what it offers.
+//
+// Tools (JSON-schema inputs; each answers with a structured result and the same in text):
+//
+//   - list_sessions: the tenant's sessions, latest first.
+//   - search_memory {session, query}: the full-text archive search the engine offers its model
+//     (hippocam.Store.Search), each hit with the ref that opens it.
+//   - recall_memory {session, ref}: one layer of a session's message tree (the messages beneath
+//     a ref), or one message, in parts of bounded size with a handle to the rest (recall.go).
+//   - get_advisory {task}: the cluster and advisory a task with that text would get at its
+//     start (sessions.Service.Advise), with no model call for the agent.
+//   - report_outcome {session, feedback, success?, reward?}: a task's end
+//     (sessions.Service.EndTask), whose cluster update is queued or, with
+//     Config.WaitForUpdates, run before the answer.
+//   - search_lessons {query}: the lessons in force in the tenant's lessons clusters, with their
+//     conditions, evidence and provenance.
+//
+// Resources: hippocam://lessons.md (the lessons file, as GET /api/lessons/export serves it) and
+// hippocam://sessions/{id}/expand (a session's expansion, as GET /api/sessions/{id}/expand
+// serves it), a template whose instances, one per session of the tenant, are listed too.
+//
+// Tenants. An MCP server belongs to one tenant (Server.For): every call reads and writes that
+// tenant's sessions and clusters only. A session of another tenant and one that does not exist
+// give the same error, word for word. Over stdio the tenant is the command's; over Streamable
+// HTTP the transport runs stateless, so that every HTTP request is authenticated by the caller
+// (package httpapi: the API key names the tenant) and served by that tenant's server, whatever
+// MCP session id it carries.
+//
+// Errors. A failed service call is an MCP tool error (isError, with "CODE: message" as its text,
+// CODE one of the project's error codes) or, for a resource, a JSON-RPC error; the mapping is in
+// one place (errors.go). Unknown tools (a protocol error) and arguments that break a tool's
+// schema (a tool error, "invalid: …") are refused by the SDK before any service is called. A
+// failed call changes nothing.
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/sessions"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Views are the REST API's documents the MCP server hands out as they are, so that both
+// transports give the same bytes. Package httpapi implements them.
+type Views interface {
+	// Expansion is the body of GET /api/sessions/{id}/expand. ENOTFOUND if the tenant has no
+	// such session.
+	Expansion(ctx context.Context, tenant, session string) ([]byte, error)
+	// LessonsFile is the body of GET /api/lessons/export: the lessons file of the tenant's
+	// lessons clusters.
+	LessonsFile(ctx context.Context, tenant string) ([]byte, error)
+	// Lessons are the lessons GET /api/lessons lists, each with its cluster.
+	Lessons(ctx context.Context, tenant string) ([]Lesson, error)
+}
+
+// Lesson is one lesson with the cluster that keeps it, as GET /api/lessons lists it.
+type Lesson struct {
+	Cluster string `json:"cluster"`
+	lessons.LessonView
+}
+
+// Config configures a Server.
+type Config struct {
+	Store    hippocam.Store
+	Sessions *sessions.Service
+	Views    Views
+	Logger   *slog.Logger
+	// Version is the server's version, as MCP clients are told it.
+	Version string
+	// WaitForUpdates makes report_outcome run the cluster update before it answers. Without
+	// it the update is left to the job the outcome queues, which the workers of hippocam
+	// serve run; hippocam mcp, which runs none, sets it.
+	WaitForUpdates bool
+	// RecallMessages and RecallBytes bound one recall_memory result: the messages it lists and
+	// the bytes of text it shows (DefaultRecallMessages, DefaultRecallBytes when 0).
+	RecallMessages int
+	RecallBytes    int
+}
+
+// Server makes the MCP servers of the tenants. It is safe for concurrent use.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	tenants map[string]*sdk.Server
+}
+
+// New returns a server. EINVALID when the store, the session service or the views are missing.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Sessions == nil || cfg.Views == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "mcp: a store, a session service and the REST views are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RecallMessages <= 0 {
+		cfg.RecallMessages = DefaultRecallMessages
+	}
+	if cfg.RecallBytes <= 0 {
+		cfg.RecallBytes = DefaultRecallBytes
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, tenants: map[string]*sdk.Server{}}, nil
+}
+
+// For returns the MCP server of one tenant: its tools and resources read and write only that
+// tenant's sessions and clusters. The same tenant always gets the same server.
+func (s *Server) For(tenant string) *sdk.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if srv, ok := s.tenants[tenant]; ok {
+		return srv
+	}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "hippocam", Title: "Hippocam", Version: s.cfg.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       s.log,
+		// No logging capability: the server sends no log messages to the client.
+		Capabilities: &sdk.ServerCapabilities{},
+		// Lists and resources are the tenant's own: no shared cache may keep them.
+		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
+	})
+	t := &tenantServer{Server: s, tenant: tenant}
+	srv.AddReceivingMiddleware(argumentErrors)
+	t.addTools(srv)
+	t.addResources(srv)
+	s.tenants[tenant] = srv
+	return srv
+}
+
+// instructions tell an MCP client's model what the server is for.
+const instructions = "Hippocam keeps the full archive of agent sessions that ran through its proxy, and what " +
+	"learning across tasks has gathered. Search a session's archive with search_memory and open what it finds " +
+	"with recall_memory; ask get_advisory before starting a task for the advice earlier tasks left; end a " +
+	"task with report_outcome; find lessons with search_lessons or read the whole lessons file " +
+	"(hippocam://lessons.md)."
+
+// Log keys.
+const (
+	logCall    = "call"
+	logTenant  = "tenant"
+	logSession = "session"
+	logError   = "error"
+)
+
+// tenantServer is the tools' and resources' view of the server: one tenant's.
+type tenantServer struct {
+	*Server
+	tenant string
+}
+
+// tenantKey carries the tenant of an HTTP request to HTTPHandler.
+type tenantKey struct{}
+
+// WithTenant returns ctx carrying the tenant an authenticated HTTP request belongs to, for
+// HTTPHandler.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// tenantOf returns the tenant WithTenant put in ctx.
+func tenantOf(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(tenantKey{}).(string)
+	return t, ok
+}
