@@ -21,21 +21,25 @@ type Forecast struct {
 }
 
 // Advise renders one forecast line per requested point, in order, then one line per requested
-// history (the point's dimensions but its time) with its latest outcomes. It says nothing before the cluster holds minObservations.
+// history (the point's dimensions but its time) with its latest outcomes. The forecasts are
+// conditioned on the outcomes the current task shows that the data does not already hold (see
+// conditioned). It says nothing before the cluster holds minObservations.
 func (Runtime) Advise(d *Data, b *Bindings, current *Batch, ev numeric.Event) numeric.Advice {
 	f := d.Fit
 	if f == nil || f.Observations < minObservations || len(current.Requested) == 0 {
 		return numeric.Advice{}
 	}
+	vis := visibleOutcomes(d, b, current, ev)
+	post := f.conditioned(b, vis, current.Requested)
 	adv := numeric.Advice{
-		Head: fmt.Sprintf("Pooled estimates of %s, fitted to the outcomes that earlier tasks of this cluster revealed. "+
-			"They are a starting point: revise them against what the current task shows.", b.Target),
-		Foot: fmt.Sprintf("Fitted to %d distinct earlier outcomes%s.", f.Observations, seriesCount(b, f)),
+		Head: fmt.Sprintf("Pooled estimates of %s, fitted to the outcomes that earlier tasks of this cluster revealed%s. "+
+			"They are a starting point: revise them against what the current task shows.", b.Target, shownPhrase(" and updated with %s", vis)),
+		Foot: fmt.Sprintf("Fitted to %d distinct earlier outcomes%s%s.", f.Observations, seriesCount(b, f), shownPhrase(", then conditioned on %s", vis)),
 	}
 	var labels []string
 	for _, p := range current.Requested {
 		dims := present(p.Dims)
-		fc := f.Predict(b, dims)
+		fc := post.forecast(dims)
 		key := numeric.Key{Target: p.Target, Dims: dims}
 		adv.Lines = append(adv.Lines, fmt.Sprintf("forecast %s = %s (support %d)", key, plusMinus(fc.Value, fc.SD), fc.Support))
 		if label := historyLabel(b, dims); !slices.Contains(labels, label) {
@@ -50,6 +54,18 @@ func (Runtime) Advise(d *Data, b *Bindings, current *Batch, ev numeric.Event) nu
 	return adv
 }
 
+// shownPhrase fills format with how many outcomes of the current task the forecasts are
+// conditioned on, or is "" when there are none.
+func shownPhrase(format string, vis []shown) string {
+	switch len(vis) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(format, "1 outcome of the current task that the cluster did not hold")
+	}
+	return fmt.Sprintf(format, fmt.Sprintf("%d outcomes of the current task that the cluster did not hold", len(vis)))
+}
+
 // seriesCount says how many series the fit saw, when a key is bound.
 func seriesCount(b *Bindings, f *Fit) string {
 	if b.Key == "" {
@@ -61,57 +77,20 @@ func seriesCount(b *Bindings, f *Fit) string {
 	return fmt.Sprintf(" of %d %ss", len(f.Keys), b.Key)
 }
 
-// Predict forecasts the point with dimensions dims (values present): the fitted predictor
-// mapped back through the link, with the predictive sd by the delta method.
+// Predict forecasts the point with dimensions dims (values present) from the fit alone: the
+// fitted predictor mapped back through the link, with the predictive sd by the delta method.
 func (f *Fit) Predict(b *Bindings, dims map[string]string) Forecast {
-	s := len(f.Cov)
-	x := make([]float64, s) // the point's row of w
-	x[0] = 1
-	eta, variance := f.Mu, f.Sigma*f.Sigma
-	if f.Trend {
-		t, ok := timeOf(b, dims)
-		if !ok {
-			t = f.Latest
-		}
-		x[1] = t - f.TimeCenter
-		eta += f.Beta * x[1]
-	}
-	for _, ff := range f.Factors {
-		i, ok := slices.BinarySearchFunc(ff.Levels, dims[ff.Dim], func(l LevelFit, v string) int { return strings.Compare(l.Level, v) })
-		if !ok {
-			variance += ff.Tau * ff.Tau // a level never seen: its effect is a fresh draw
-			continue
-		}
-		x[ff.Levels[i].Column] = 1
-		eta += ff.Levels[i].Effect
-	}
-	for i := range s {
-		for j := range s {
-			variance += x[i] * f.Cov[i][j] * x[j]
-		}
-	}
-	support := f.Observations
-	k, seen := slices.BinarySearchFunc(f.Keys, dims[b.Key], func(kf KeyFit, v string) int { return strings.Compare(kf.Level, v) })
-	if b.Key != "" {
-		support = 0
-		if seen {
-			support = f.Keys[k].Support
-		}
-	}
-	if f.KeyTerm {
-		if seen {
-			kf := f.Keys[k]
-			eta += kf.Effect
-			variance += kf.Var
-			for i := range s {
-				variance += 2 * kf.Cov[i] * x[i]
-			}
-		} else {
-			variance += f.KeyTau * f.KeyTau
-		}
-	}
-	y, slope := inverse(f.Family, eta)
-	return Forecast{Value: y, SD: math.Abs(slope) * math.Sqrt(max(variance, 0)), Support: support}
+	return f.conditioned(b, nil, []numeric.Key{{Target: b.Target, Dims: dims}}).forecast(dims)
+}
+
+// key finds an observed level of the key dimension in f.Keys.
+func (f *Fit) key(level string) (int, bool) {
+	return slices.BinarySearchFunc(f.Keys, level, func(kf KeyFit, v string) int { return strings.Compare(kf.Level, v) })
+}
+
+// level finds a fitted level of the factor.
+func (ff *FactorFit) level(level string) (int, bool) {
+	return slices.BinarySearchFunc(ff.Levels, level, func(l LevelFit, v string) int { return strings.Compare(l.Level, v) })
 }
 
 // recentLine renders a history's latest outcomes, or "" when it has none.

@@ -2,6 +2,7 @@ package regression
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/hippocam/hippocam/memory/numeric"
@@ -48,21 +49,51 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
+// BenchmarkAdvise times one Advise for a task that asks for four points and shows five
+// outcomes: three weeks of a store the cluster has never seen, a new week of a seen store, and
+// one outcome the data already holds.
 func BenchmarkAdvise(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
-			d, _, weeks := benchData(b, n)
-			next := fmt.Sprint(weeks + 1)
-			current := &Batch{Requested: []numeric.Key{
-				request("s1", "online", next), request("s1", "shop", next),
-				request("s17", "online", next), request("s60", "shop", next),
-			}}
+			d, w, weeks := benchData(b, n)
+			next := fmt.Sprint(weeks + 2)
+			current := &Batch{
+				Requested: []numeric.Key{
+					request("s1", "online", next), request("s1", "shop", next),
+					request("s17", "online", next), request("s60", "shop", next),
+				},
+				Outcomes: []Outcome{
+					newStoreOutcome("s60", "shop", weeks-1, "131.20"),
+					newStoreOutcome("s60", "shop", weeks, "133.05"),
+					newStoreOutcome("s60", "shop", weeks+1, "134.61"),
+					w.outcome(17, "online", weeks+1),
+					heldOutcome(b, d, "s1", "online", weeks),
+				},
+			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if adv := (Runtime{}).Advise(d, &salesBindings, current, numeric.Event{}); len(adv.Lines) != 7 {
+				if adv := (Runtime{}).Advise(d, &salesBindings, current, numeric.Event{Index: weeks + 1}); len(adv.Lines) != 7 {
 					b.Fatalf("%d lines", len(adv.Lines))
 				}
 			}
 		})
 	}
+}
+
+// newStoreOutcome is an outcome of a store the simulated world does not have.
+func newStoreOutcome(s, channel string, week int, value string) Outcome {
+	return Outcome{Target: "sales", Dims: map[string]string{"store": s, "channel": channel, "week": fmt.Sprint(week)}, Value: numeric.Number(value)}
+}
+
+// heldOutcome repeats the record d holds for a point, as a history line repeated in a new task.
+func heldOutcome(tb testing.TB, d *Data, s, channel string, week int) Outcome {
+	tb.Helper()
+	want := map[string]string{"store": s, "channel": channel, "week": fmt.Sprint(week)}
+	for _, r := range d.Records {
+		if maps.Equal(r.Dims, want) {
+			return Outcome{Target: "sales", Dims: maps.Clone(r.Dims), Value: r.Value}
+		}
+	}
+	tb.Fatalf("no record of %v", want)
+	return Outcome{}
 }

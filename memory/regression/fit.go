@@ -39,12 +39,15 @@ type Fit struct {
 }
 
 // KeyFit is one series' effect: its posterior mean, variance and covariance with w, and its
-// support (distinct observations).
+// support (distinct observations). Share is the series' summed design row of w divided by
+// its count plus lambda_a (b_k / D_k below): the posterior covariance of two series' effects
+// is Share_k' Cov Share_j, which a forecast conditioned on new outcomes needs.
 type KeyFit struct {
 	Level   string    `json:"level"`
 	Effect  float64   `json:"effect"`
 	Var     float64   `json:"var"`
 	Cov     []float64 `json:"cov,omitempty"`
+	Share   []float64 `json:"share,omitempty"`
 	Support int       `json:"support"`
 }
 
@@ -111,12 +114,19 @@ type row struct {
 // fit fits the model to obs (distinct, at least one).
 func fit(b *Bindings, obs []observation) *Fit {
 	d := layout(b, obs)
-	rows := d.rows(obs)
-	m := newMixed(d, rows)
-	floor := sigmaFloor(b.Family, obs)
-	est, steps := m.estimate(floor)
+	m := newMixed(d, d.rows(obs))
+	est, steps := m.estimate(sigmaFloor(b.Family, obs))
+	f := m.report(est, obs)
+	f.Iterations = steps
+	return f
+}
+
+// report is the fit of obs at the variance components est: the effects' posterior means and
+// covariances, and what the advisory shows.
+func (m *mixed) report(est variances, obs []observation) *Fit {
+	d, b := m.d, m.d.b
 	f := &Fit{
-		Family: b.Family, Observations: len(obs), Iterations: steps,
+		Family: b.Family, Observations: len(obs),
 		Trend: d.trend, TimeCenter: d.center, Latest: d.latest,
 		Sigma: math.Sqrt(est.sigma2), KeyTerm: d.keyTerm,
 	}

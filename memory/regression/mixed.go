@@ -305,7 +305,7 @@ func (m *mixed) solve(v variances) solution {
 }
 
 // keyFits reports every observed series: its effect, posterior variance and covariance with w
-// (scaled by sigma2), and its support.
+// (scaled by sigma2), its share b_k / D_k, and its support.
 func (m *mixed) keyFits(sol solution, sigma2 float64, obs []observation) []KeyFit {
 	d := m.d
 	fits := make([]KeyFit, len(d.keys))
@@ -328,8 +328,10 @@ func (m *mixed) keyFits(sol solution, sigma2 float64, obs []observation) []KeyFi
 		fits[k].Effect = sol.a[k]
 		fits[k].Var = sigma2 * (1/dk + mat.Dot(bk, tmp)/sq(dk))
 		fits[k].Cov = make([]float64, d.s)
+		fits[k].Share = make([]float64, d.s)
 		for i := range fits[k].Cov {
 			fits[k].Cov[i] = -sigma2 * tmp.AtVec(i) / dk
+			fits[k].Share[i] = m.bk[k][i] / dk
 		}
 	}
 	return fits

@@ -56,12 +56,43 @@
 // (of all series when no key is bound); forecasts are rendered only once the cluster holds at
 // least 2 observations.
 //
+// # Conditioning on the current task
+//
+// A task often shows outcomes of its own (the last weeks of the store it asks about), and a
+// forecast should use them even though they are not ingested until the task ends. Advise
+// therefore conditions the fit on the current batch's outcomes that the data does not already
+// hold, identified as Ingest identifies them (same target and dimensions; the latest event's
+// value wins, so a repeated history line changes nothing and a corrected one replaces the old
+// value). It does not refit: the variance components stay as fitted, and the effects that the
+// requested points and the shown outcomes involve are updated to their conditional posterior.
+// That vector, with mean u and covariance P, holds w (mu, beta and the fitted factor levels)
+// and one entry per series and per new factor level involved. Its prior is the fit's
+// posterior: the mean and covariance of w, and for a fitted series a[k] its posterior mean,
+// variance and covariance with w; two fitted series covary through w as Share_k' Cov(w)
+// Share_j (Share_k = b_k / D_k, kept in KeyFit). A series the fit never saw starts at
+// N(0, tau_a^2) (a very wide prior, 1e6 sigma^2, when the fit saw one series and so has no
+// tau_a), a new factor level at N(0, tau_f^2). Each new
+// outcome with row h and value z = g(y) is then a Kalman step with noise sigma^2:
+//
+//	s = h'Ph + sigma^2,   u <- u + Ph (z - h'u) / s,   P <- P - Ph h'P / s
+//
+// and a held point whose value changed by dz on the link scale moves the mean by Ph dz / sigma^2
+// (its precision is already in P). For one series effect alone, with the rest fixed, this is
+// the familiar precision 1/v + n/sigma^2 and mean (a/v + sum of residuals / sigma^2) over that
+// precision; updating the whole vector jointly makes the result the exact posterior of a refit
+// that kept the variance components. Forecasts then use the updated mean and covariance, the
+// latest time includes the shown outcomes, and the support counts them. Only a refit would
+// re-estimate the variances or add a term (a trend, a series term) that the new outcomes make
+// possible; Ingest does that once the task has ended.
+//
 // # Where the work happens
 //
 // Ingest (a background job) appends the batch's outcomes to the raw records and refits from
 // scratch; Forget removes one source's records and refits the same way, so the fit depends only
 // on the records. Data keeps the raw records, the bindings and the fitted parameters, so Advise,
-// on the request path at a task's start, only evaluates the stored fit.
+// on the request path at a task's start, evaluates the stored fit and conditions it on the
+// current outcomes: a scan of the records for the points the task repeats, and a few small
+// dense updates.
 package regression
 
 import (
