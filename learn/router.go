@@ -30,11 +30,13 @@ const (
 	ActionCreate = "create"
 )
 
-// RouterInput is everything the router is shown, as its instruction carries it.
+// RouterInput is everything the router is shown, as its instruction carries it. The fields go
+// from the most stable to the least (the offered systems, the tenant's clusters, the task), so
+// that consecutive routings share the longest prefix a provider can cache.
 type RouterInput struct {
-	Task     RouterTask      `json:"task"`
 	Systems  []RouterSystem  `json:"systems"`
 	Clusters []RouterCluster `json:"clusters"`
+	Task     RouterTask      `json:"task"`
 }
 
 // RouterTask is a task's specification: its messages in order and the tools it offers.
