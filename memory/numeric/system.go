@@ -396,7 +396,7 @@ func (s *System[B, X, D]) Update(ctx context.Context, state json.RawMessage, tra
 		if st.Status != Configured {
 			continue
 		}
-		x, err := s.extract(ctx, st.Bindings, TrajectoryEvent(t))
+		x, err := s.trajectoryBatch(ctx, st.Bindings, t)
 		var model *modelError
 		switch {
 		case errors.As(err, &model):
@@ -411,6 +411,81 @@ func (s *System[B, X, D]) Update(ctx context.Context, state json.RawMessage, tra
 		st.Sources = append(st.Sources, t.ID)
 	}
 	return json.Marshal(st)
+}
+
+// trajectoryBatch extracts a finished task's records. When this process extracted the task's
+// own messages at its start (the cached batch of Read or Configure), only the rest of the
+// trajectory (what came after the agent's first answer, and the feedback) is extracted, and the
+// two batches are joined: the same records at about half the extractor's output. The joined
+// batch is checked against the whole trajectory like any other; when it fails, or nothing is
+// cached, the whole trajectory is extracted.
+func (s *System[B, X, D]) trajectoryBatch(ctx context.Context, b *B, t *hippocam.Trajectory) (*X, error) {
+	full := TrajectoryEvent(t)
+	first := slices.IndexFunc(t.Messages, func(m hippocam.Message) bool { return m.Role == hippocam.RoleAssistant })
+	if first < 0 {
+		first = len(t.Messages)
+	}
+	task := TaskEvent(&t.Task)
+	s.mu.Lock()
+	cached, ok := s.cache[task]
+	s.mu.Unlock()
+	if !ok || renderEvent(t.Messages[:first], "") != task {
+		return s.extract(ctx, b, full)
+	}
+	rest, err := s.extract(ctx, b, renderEvent(t.Messages[first:], t.Feedback))
+	if err != nil {
+		return nil, err
+	}
+	joined, err := join(cached, rest)
+	if err != nil || s.rt.CheckBatch(b, joined, full) != nil {
+		return s.extract(ctx, b, full)
+	}
+	return joined, nil
+}
+
+// join puts two batches of one runtime together: every list of the first, then the second's.
+// A batch is a JSON object of lists (what is requested, what was observed), so this needs no
+// knowledge of the runtime's records.
+func join[X any](a, b *X) (*X, error) {
+	var ma, mb map[string]json.RawMessage
+	for _, p := range []struct {
+		x *X
+		m *map[string]json.RawMessage
+	}{{a, &ma}, {b, &mb}} {
+		raw, err := json.Marshal(p.x)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, p.m); err != nil {
+			return nil, err
+		}
+	}
+	for k, vb := range mb {
+		va, ok := ma[k]
+		var la, lb []json.RawMessage
+		switch {
+		case !ok || string(va) == "null":
+			ma[k] = vb
+		case string(vb) == "null":
+		case json.Unmarshal(va, &la) == nil && json.Unmarshal(vb, &lb) == nil:
+			joined, err := json.Marshal(append(la, lb...))
+			if err != nil {
+				return nil, err
+			}
+			ma[k] = joined
+		default:
+			return nil, fmt.Errorf("batches differ in %s, which is not a list", k)
+		}
+	}
+	raw, err := json.Marshal(ma)
+	if err != nil {
+		return nil, err
+	}
+	var out X
+	if err := decodeNumbers(string(raw), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Forget takes the trajectories with the given ids out of the state: their records from the

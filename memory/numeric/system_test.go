@@ -191,6 +191,8 @@ const (
 	goodBind  = `{"target":"x"}`
 	warmBatch = `{"requested":[{"target":"x","dims":{"k":"a"}}],"outcomes":[{"target":"x","dims":{"k":"a"},"value":4},{"target":"x","dims":{"k":"a"},"value":6}]}`
 	nextBatch = `{"requested":[{"target":"x","dims":{"k":"a"}}],"outcomes":[{"target":"x","dims":{"k":"a"},"value":7}]}`
+	// feedbackBatch is what the feedback of the second task adds.
+	feedbackBatch = `{"requested":[],"outcomes":[{"target":"x","dims":{"k":"a"},"value":7}]}`
 )
 
 func state(t *testing.T, s *numeric.System[tallyBindings, tallyBatch, tallyData], raw json.RawMessage) *numeric.State[tallyBindings, tallyData] {
@@ -206,7 +208,7 @@ func TestLifecycle(t *testing.T) {
 	ctx := context.Background()
 	m := &script{answers: map[hippocam.CallRole][]string{
 		hippocam.CallAdapter:   {goodBind},
-		hippocam.CallExtractor: {warmBatch, nextBatch, nextBatch},
+		hippocam.CallExtractor: {warmBatch, nextBatch, feedbackBatch},
 	}}
 	s := newSystem(t, m)
 	raw, err := s.Update(ctx, nil, []hippocam.Trajectory{trajectory("t1", warmText, "x[k=a] = 4.5", warmFB)})
@@ -256,8 +258,15 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := state(t, s, after); st.Events != 2 || len(st.Data.Values) != 3 || s.Entries(after) != 3 {
+	// The task's own records were extracted at its start: only the rest of the trajectory (the
+	// feedback) is extracted now, and the two batches are joined.
+	if st := state(t, s, after); st.Events != 2 || len(st.Data.Values) != 4 || s.Entries(after) != 4 {
 		t.Errorf("after the second trajectory: %+v", st)
+	}
+	if n := m.calls(hippocam.CallExtractor); n != 3 {
+		t.Errorf("%d extractor calls, want 3", n)
+	} else if last := m.seen[hippocam.CallExtractor][2]; strings.Contains(last, "obs x[k=a] = 7") || !strings.Contains(last, "outcome x[k=a] = 7") {
+		t.Errorf("the trajectory's extraction was not limited to what the task start had not seen:\n%s", last)
 	}
 	if same, err := s.Update(ctx, after, []hippocam.Trajectory{trajectory("t2", nextText, "", "")}); err != nil || string(same) != string(after) {
 		t.Errorf("a trajectory applied twice changed the state: %v", err)
@@ -266,7 +275,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := state(t, s, forgot); len(st.Data.Values) != 1 || contains(st.Sources, "t1") {
+	if st := state(t, s, forgot); len(st.Data.Values) != 2 || contains(st.Sources, "t1") {
 		t.Errorf("after forgetting the warm-up: %+v", st)
 	}
 }
