@@ -35,7 +35,8 @@ import (
 // check that a value is grounded in it. B is its bindings, X one extracted batch, D its fitted
 // data; all three round-trip through JSON (the cluster state holds them).
 //
-// Methods that take a *D may change it in place: System always hands them a private copy.
+// Ingest and Forget change the *D they are given in place (System hands them a private copy);
+// Advise only reads it.
 type Runtime[B, X, D any] interface {
 	// Name is the system's id; Description is what the router reads about it.
 	Name() string
@@ -76,8 +77,9 @@ type Runtime[B, X, D any] interface {
 	CheckReplay(d *D, b *B, current *X) error
 	// Advise renders what d predicts for what the current batch asks: the lines of an
 	// advisory, most useful first. ev is the current task's event (Index is the cluster's
-	// next event index). Advise may change d (an entity tracker associates the current
-	// measurements), which is thrown away afterwards.
+	// next event index). Advise must not change d: decoded states are shared between reads
+	// (a runtime that needs to, as an entity tracker associating the current measurements,
+	// works on a copy).
 	Advise(d *D, b *B, current *X, ev Event) Advice
 	// Entries counts what d holds, for reports (records, intervals, entities).
 	Entries(d *D) int

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"sync"
@@ -83,10 +84,23 @@ type System[B, X, D any] struct {
 	mu    sync.Mutex
 	cache map[string]*X // event text -> its batch, for the current tasks
 	order []string
+	// states are decoded states by their bytes' hash, for reads: decoding a large state costs
+	// a hundred times what advising from it does (BENCHMARKS.md).
+	seed   maphash.Seed
+	states map[uint64]decoded[B, D]
+	hashes []uint64
 }
 
-// cacheSize bounds the batches System remembers.
-const cacheSize = 64
+type decoded[B, D any] struct {
+	size int
+	st   *State[B, D]
+}
+
+// cacheSize bounds the batches System remembers; stateCacheSize the decoded states.
+const (
+	cacheSize      = 64
+	stateCacheSize = 8
+)
 
 var _ hippocam.MemorySystem = (*System[struct{}, struct{}, struct{}])(nil)
 var _ learn.Configurer = (*System[struct{}, struct{}, struct{}])(nil)
@@ -95,7 +109,7 @@ var _ learn.Forgetter = (*System[struct{}, struct{}, struct{}])(nil)
 // NewSystem returns the memory system of rt; its model calls go through env (roles adapter
 // and extractor).
 func NewSystem[B, X, D any](rt Runtime[B, X, D], env *learn.Env) *System[B, X, D] {
-	return &System[B, X, D]{rt: rt, env: env, cache: map[string]*X{}}
+	return &System[B, X, D]{rt: rt, env: env, cache: map[string]*X{}, seed: maphash.MakeSeed(), states: map[uint64]decoded[B, D]{}}
 }
 
 // Name returns the runtime's id.
@@ -119,6 +133,50 @@ func (s *System[B, X, D]) Decode(raw json.RawMessage) (*State[B, D], error) {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "%s state: %v", s.rt.Name(), err)
 	}
 	return st, nil
+}
+
+// ReadState is Decode for reading: a state decoded before (the same bytes) is not decoded
+// again. The result is shared between readers: it must not be changed (Runtime.Advise does not
+// change its data).
+func (s *System[B, X, D]) ReadState(raw json.RawMessage) (*State[B, D], error) {
+	h := maphash.Bytes(s.seed, raw)
+	s.mu.Lock()
+	e, ok := s.states[h]
+	s.mu.Unlock()
+	if ok && e.size == len(raw) {
+		return e.st, nil
+	}
+	st, err := s.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	s.keep(raw, h, st)
+	return st, nil
+}
+
+// encode writes a new state and keeps it decoded for the reads that follow (an update in the
+// proxy runs in the process that serves the cluster's next task start).
+func (s *System[B, X, D]) encode(st *State[B, D]) (json.RawMessage, error) {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	s.keep(raw, maphash.Bytes(s.seed, raw), st)
+	return raw, nil
+}
+
+// keep remembers st as the decoding of raw, whose hash is h; st must not change afterwards.
+func (s *System[B, X, D]) keep(raw json.RawMessage, h uint64, st *State[B, D]) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.states[h]; !ok {
+		s.states[h] = decoded[B, D]{len(raw), st}
+		s.hashes = append(s.hashes, h)
+		if len(s.hashes) > stateCacheSize {
+			delete(s.states, s.hashes[0])
+			s.hashes = s.hashes[1:]
+		}
+	}
 }
 
 // Entries counts what the state holds: the runtime's entries, or 1 for a kept warm-up. A state
@@ -152,7 +210,7 @@ func (s *System[B, X, D]) Configure(ctx context.Context, state json.RawMessage, 
 	if err := s.configure(ctx, st, TaskEvent(task)); err != nil {
 		return nil, "", err
 	}
-	out, err := json.Marshal(st)
+	out, err := s.encode(st)
 	return out, st.Status, err
 }
 
@@ -319,7 +377,7 @@ func (s *System[B, X, D]) remember(event string, x *X) {
 // task that asks for nothing. An extraction that fails validation twice is an error wrapping
 // learn.ErrGaveUp (the caller runs the task without advisory).
 func (s *System[B, X, D]) Read(ctx context.Context, state json.RawMessage, task *hippocam.Task, budget int) (hippocam.Advisory, error) {
-	st, err := s.Decode(state)
+	st, err := s.ReadState(state)
 	if err != nil {
 		return hippocam.Advisory{}, err
 	}
@@ -410,7 +468,7 @@ func (s *System[B, X, D]) Update(ctx context.Context, state json.RawMessage, tra
 		st.Events++
 		st.Sources = append(st.Sources, t.ID)
 	}
-	return json.Marshal(st)
+	return s.encode(st)
 }
 
 // trajectoryBatch extracts a finished task's records. When this process extracted the task's

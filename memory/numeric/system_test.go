@@ -133,6 +133,8 @@ type script struct {
 	answers map[hippocam.CallRole][]string
 	seen    map[hippocam.CallRole][]string
 	fail    error
+	// pick, when set, answers the extractor by the instruction instead of the queue.
+	pick func(instruction string) string
 }
 
 func (m *script) Complete(_ context.Context, req *hippocam.Request) (*hippocam.Response, error) {
@@ -144,7 +146,11 @@ func (m *script) Complete(_ context.Context, req *hippocam.Request) (*hippocam.R
 	if m.seen == nil {
 		m.seen = map[hippocam.CallRole][]string{}
 	}
-	m.seen[req.Role] = append(m.seen[req.Role], req.Messages[len(req.Messages)-1].Content)
+	instruction := req.Messages[len(req.Messages)-1].Content
+	m.seen[req.Role] = append(m.seen[req.Role], instruction)
+	if m.pick != nil && req.Role == hippocam.CallExtractor {
+		return &hippocam.Response{Message: hippocam.Message{Role: hippocam.RoleAssistant, Content: m.pick(instruction)}}, nil
+	}
 	q := m.answers[req.Role]
 	if len(q) == 0 {
 		return nil, fmt.Errorf("no answer left for role %s", req.Role)
@@ -386,12 +392,13 @@ func TestModelErrorChangesNothing(t *testing.T) {
 
 func TestPrepareConcurrent(t *testing.T) {
 	ctx := context.Background()
-	m := &script{answers: map[hippocam.CallRole][]string{
-		hippocam.CallAdapter:   {goodBind},
-		hippocam.CallExtractor: {warmBatch, nextBatch},
+	// Starts race, so the extractor answers by the event it is shown.
+	m := &script{answers: map[hippocam.CallRole][]string{hippocam.CallAdapter: {goodBind}}, pick: func(instruction string) string {
+		if strings.Contains(instruction, "obs x[k=a] = 4") {
+			return warmBatch
+		}
+		return nextBatch
 	}}
-	// The extractor's queue repeats its last answer: every replay reads nextBatch after the
-	// first, which the tally accepts.
 	s := newSystem(t, m)
 	cs := inmem.New()
 	raw, _ := s.Update(ctx, nil, []hippocam.Trajectory{trajectory("t1", warmText, "", warmFB)})
