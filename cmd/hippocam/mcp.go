@@ -82,16 +82,11 @@ func (c *McpCommand) ParseFlags(args []string) error {
 	if c.SQLiteSynchronous = strings.ToUpper(c.SQLiteSynchronous); c.SQLiteSynchronous != "FULL" && c.SQLiteSynchronous != "NORMAL" {
 		return fmt.Errorf("--sqlite-synchronous must be FULL or NORMAL")
 	}
-	switch c.UpstreamFormat {
-	case "openai":
-		c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("OPENAI_API_KEY"))
-	case "anthropic":
-		c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("ANTHROPIC_API_KEY"))
-		if c.Upstream == "" && c.Learn != sessions.LearnOff {
-			c.Upstream = anthropic.DefaultBaseURL
-		}
-	default:
-		return fmt.Errorf("--upstream-format must be openai or anthropic, not %q", c.UpstreamFormat)
+	if c.APIKey, err = upstreamAPIKey(c.UpstreamFormat); err != nil {
+		return err
+	}
+	if c.UpstreamFormat == "anthropic" && c.Upstream == "" && c.Learn != sessions.LearnOff {
+		c.Upstream = anthropic.DefaultBaseURL
 	}
 	if c.Learn != sessions.LearnOff && c.Upstream == "" {
 		return fmt.Errorf("--learn %s needs --upstream: the router and the memory systems call the model", c.Learn)
@@ -101,11 +96,7 @@ func (c *McpCommand) ParseFlags(args []string) error {
 
 // Run serves MCP on stdin and stdout until stdin ends or ctx does.
 func (c *McpCommand) Run(ctx context.Context) error {
-	var handler slog.Handler = slog.NewTextHandler(c.Stderr, nil)
-	if c.LogJSON {
-		handler = slog.NewJSONHandler(c.Stderr, nil)
-	}
-	log := slog.New(handler)
+	log := newLogger(c.Stderr, c.LogJSON)
 	tok, err := tokenizer.Default()
 	if err != nil {
 		return err

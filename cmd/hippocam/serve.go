@@ -146,16 +146,11 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	if c.Demo && !windowSet {
 		c.Window = demoWindow // small, so that the demo folds and the tree has depth
 	}
-	switch c.UpstreamFormat {
-	case "openai":
-		c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("OPENAI_API_KEY"))
-	case "anthropic":
-		c.APIKey = env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("ANTHROPIC_API_KEY"))
-		if c.Upstream == "" && !c.Demo {
-			c.Upstream = anthropic.DefaultBaseURL
-		}
-	default:
-		return fmt.Errorf("--upstream-format must be openai or anthropic, not %q", c.UpstreamFormat)
+	if c.APIKey, err = upstreamAPIKey(c.UpstreamFormat); err != nil {
+		return err
+	}
+	if c.UpstreamFormat == "anthropic" && c.Upstream == "" && !c.Demo {
+		c.Upstream = anthropic.DefaultBaseURL
 	}
 	if c.Upstream == "" && !c.Demo {
 		return fmt.Errorf("--upstream is required (or --demo for the simulated model)")
@@ -168,11 +163,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 
 // Run serves until ctx ends, then shuts down gracefully, letting in-flight requests finish.
 func (c *ServeCommand) Run(ctx context.Context) error {
-	var handler slog.Handler = slog.NewTextHandler(c.Stderr, nil)
-	if c.LogJSON {
-		handler = slog.NewJSONHandler(c.Stderr, nil)
-	}
-	log := slog.New(handler)
+	log := newLogger(c.Stderr, c.LogJSON)
 	tok, err := tokenizer.Default()
 	if err != nil {
 		return err

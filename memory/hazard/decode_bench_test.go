@@ -6,48 +6,22 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam/memory/numeric"
+	"github.com/hippocam/hippocam/memory/systemtest"
 )
 
 // BenchmarkDecodeState times what a read of a cluster pays before Advise: decoding the stored
-// state (the runtime's data with its records and fit) from its JSON, the first time; then,
-// for the same bytes, the cached decoded state.
+// state (the runtime's data with its records and fit) the first time, and the decoded state
+// kept for the same bytes after that.
 func BenchmarkDecodeState(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			d, bind0 := benchData(n)
 			bind := *bind0
-
 			raw, err := json.Marshal(numeric.State[Bindings, Data]{Status: numeric.Configured, Bindings: &bind, Data: *d, Events: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
-			sys := New(nil)
-			b.ReportMetric(float64(len(raw)), "state-bytes")
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := sys.Decode(raw); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		// What a read pays once the state's bytes were decoded before: a hash of them.
-		b.Run(fmt.Sprintf("records=%d/cached", n), func(b *testing.B) {
-			d, bind0 := benchData(n)
-			bind := *bind0
-			raw, err := json.Marshal(numeric.State[Bindings, Data]{Status: numeric.Configured, Bindings: &bind, Data: *d, Events: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			sys := New(nil)
-			if _, err := sys.ReadState(raw); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := sys.ReadState(raw); err != nil {
-					b.Fatal(err)
-				}
-			}
+			systemtest.BenchStateReads(b, New(nil), raw)
 		})
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/numeric"
 )
 
 // The numeric systems run the suite on streams of their own kind of task (docs/sim.md, part
@@ -126,4 +128,29 @@ func NumericTrajectory(kind string, i int) hippocam.Trajectory {
 		Feedback: feedback,
 		EndedAt:  time.Date(2025, 1, 1, 0, 0, i, 0, time.UTC),
 	}
+}
+
+// BenchStateReads times what a read of a numeric cluster pays before Advise, at the state raw:
+// decoding it the first time ("first"), and, for the same bytes, the decoded state kept from
+// before ("cached").
+func BenchStateReads[B, X, D any](b *testing.B, sys *numeric.System[B, X, D], raw json.RawMessage) {
+	b.Run("first", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := sys.Decode(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		if _, err := sys.ReadState(raw); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := sys.ReadState(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
