@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -171,15 +169,7 @@ func generateNumeric(seed int64, n int) ([]NumericTask, *numericGen, error) {
 
 // WriteNumericStream writes tasks as JSON Lines.
 func WriteNumericStream(tasks []NumericTask) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for i := range tasks {
-		if err := enc.Encode(&tasks[i]); err != nil {
-			return nil, fmt.Errorf("encode task %s: %w", tasks[i].ID, err)
-		}
-	}
-	return b.Bytes(), nil
+	return jsonLines(tasks, func(t *NumericTask) string { return t.ID })
 }
 
 // LearnStreamData generates the stream of suite from seed with n tasks and returns it as the

@@ -166,12 +166,17 @@ func schedule(r *rand.Rand, fams []LearnFamily, n int) []string {
 
 // WriteStream writes tasks as JSON Lines.
 func WriteStream(tasks []StreamTask) ([]byte, error) {
+	return jsonLines(tasks, func(t *StreamTask) string { return t.ID })
+}
+
+// jsonLines writes tasks as JSON Lines, one task a line; an error names the task (by id).
+func jsonLines[T any](tasks []T, id func(*T) string) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for i := range tasks {
 		if err := enc.Encode(&tasks[i]); err != nil {
-			return nil, fmt.Errorf("encode task %s: %w", tasks[i].ID, err)
+			return nil, fmt.Errorf("encode task %s: %w", id(&tasks[i]), err)
 		}
 	}
 	return b.Bytes(), nil
