@@ -311,6 +311,43 @@ func TestViewerBrowserClusterStates(t *testing.T) {
 	b.checkNoExceptions()
 }
 
+// A numeric cluster shows where its configuration stands, its frozen bindings and its data;
+// one whose configuration failed says why.
+func TestViewerBrowserNumericClusterState(t *testing.T) {
+	b := newBrowser(t)
+	defer func() { b.t = t }()
+	task := func(week int, bind string) string {
+		return fmt.Sprintf("Weekly sales forecast\n%sobs sales[store=north,week=%d] = %d\nestimate sales[store=north,week=%d]", bind, week, 100+week, week+1)
+	}
+	for _, tc := range []struct{ name, bind, status, shows string }{
+		{"configured", "", "configured", "store"},
+		{"failed", "#bind depot=key\n", "failed", "depot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newLearningServer(t, "", "regression")
+			cluster := s.startTask(t, "t1", "", task(1, tc.bind))
+			s.endTask(t, "t1", `{"feedback":"feedback: sales[store=north,week=2] = 101, outcome sales[store=north,week=2] = 103"}`)
+			s.startTask(t, "t2", "", task(2, tc.bind))
+			b.t = t
+			b.do("open the cluster",
+				chromedp.Navigate(s.URL+"/#/clusters/"+cluster),
+				chromedp.WaitVisible(chromedp.CSS(`[data-testid="state-numeric"]`)))
+			if got := b.text(`[data-testid="numeric-status"]`); got != tc.status {
+				t.Errorf("status %q, want %q", got, tc.status)
+			}
+			sel := `[data-testid="numeric-bindings"]`
+			if tc.status == "failed" {
+				sel = `[data-testid="numeric-problem"]`
+			}
+			if got := b.text(sel); !strings.Contains(got, tc.shows) {
+				t.Errorf("%s shows %q, without %q", sel, got, tc.shows)
+			}
+		})
+	}
+	b.t = t
+	b.checkNoExceptions()
+}
+
 // getJSON decodes the API's answer to GET path into v.
 func (s *learningServer) getJSON(t *testing.T, path string, v any) {
 	t.Helper()
