@@ -3,7 +3,7 @@ package engine
 // Traceability of the prompts (issue 8, item 6). The role prompts in prompts/ are our own text:
 // they state every rule of seed 000 appendix B.2 (B.2.1 for JANUS, B.2.2 for PRECIP, B.2.3 for
 // PALIM, B.2.4 for the memory instructions of the main model) in fresh wording, sharing no run of
-// five words with the seed (/work/shared/tools/seedcopy.py --words 5). promptRules is the table
+// five words with the seed (checked with a five-word overlap scan). promptRules is the table
 // that ties each B.2 rule to its place: the prompt file, the "# " heading of the section stating
 // it, and a phrase of that section that carries it; TestPromptRules checks that every phrase is
 // still where the table says. A rule is named by its B.2 part (that part's heading in the
