@@ -40,11 +40,11 @@ func (t *tenantServer) addTools(srv *sdk.Server) {
 		Description: "Open one layer of a session's memory: the messages archived beneath a ref (r12), oldest first, or one " +
 			"message by its id (m40). Long results come in pages: follow the handle in next (r12#30, m40@8192) for the rest; " +
 			"a message whose text was left out is read by recalling its id."}, t.recallMemory)
-	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetAdvisory, Title: "Get advice for a task",
-		Annotations: &sdk.ToolAnnotations{DestructiveHint: &additive, OpenWorldHint: &closed},
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetAdvisory, Title: "Get advice for a task", Annotations: read,
 		Description: "Before starting a task, get the advice Hippocam's learning across tasks holds for it: the task is routed " +
 			"to a cluster of earlier, similar tasks as a task through the proxy would be, and that cluster's advisory is returned " +
-			"(empty when learning is off or the cluster has nothing yet)."}, t.getAdvisory)
+			"(empty when learning is off, when no cluster fits the task yet, or when the cluster has nothing yet). It changes " +
+			"nothing: asking is not starting a task."}, t.getAdvisory)
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolReportOutcome, Title: "Report a task's outcome",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: &additive, OpenWorldHint: &closed},
 		Description: "End the task a session ran, with feedback on how it went (and optionally whether it succeeded and a reward): " +

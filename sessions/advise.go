@@ -16,12 +16,13 @@ const MaxAdviceBytes = 64 << 10
 // Advise answers what a task with this text would be told if it started now, for agents that
 // cannot send their model calls through the proxy (the MCP tool get_advisory). The text is routed
 // exactly as a new session's first request is (startTask: the router's cluster, or the global
-// one, prepared and read within the advisory budget); no session is created and nothing runs for
-// the agent. Like a real task start it may create the cluster the router chose, or configure a
-// numeric cluster on its first reuse; and like one it never fails on the router's account: a
-// router that gives up, or a model or store error on the way, gives Decision "stateless" with
-// the reason. With learning off it returns nil. EINVALID for an empty text, one longer than
-// MaxAdviceBytes or one that is not UTF-8.
+// one, read within the advisory budget); no session is created and nothing runs for the agent.
+// It changes nothing: a cluster the router would create is not created (Decision "create", the
+// system named, no advisory), and a numeric cluster waiting for its first reuse is read as it is
+// (no advisory yet) rather than configured from a text that may be a probe. Like a task start it
+// never fails on the router's account: a router that gives up, or a model or store error on the
+// way, gives Decision "stateless" with the kind of failure. With learning off it returns nil.
+// EINVALID for an empty text, one longer than MaxAdviceBytes or one that is not UTF-8.
 func (s *Service) Advise(ctx context.Context, tenant, text string) (*hippocam.TaskLearning, error) {
 	switch {
 	case strings.TrimSpace(text) == "":
@@ -32,7 +33,7 @@ func (s *Service) Advise(ctx context.Context, tenant, text string) (*hippocam.Ta
 		return nil, hippocam.Errorf(hippocam.EINVALID, "task: not valid UTF-8")
 	}
 	conv := &hippocam.Conversation{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Kind: hippocam.KindRaw, Content: text}}}
-	h := &history{Request: &Request{Tenant: tenant, Conversation: conv}, conv: conv}
+	h := &history{Request: &Request{Tenant: tenant, Conversation: conv}, conv: conv, readOnly: true}
 	sum := sha256.Sum256([]byte(text))
 	// The id the router and the memory system see for the task, taken from its text: nothing
 	// is stored under it.

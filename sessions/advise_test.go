@@ -11,38 +11,73 @@ import (
 )
 
 // Advise routes a task text as a task start would and reads the cluster's advisory, without a
-// session: the cluster the router opens for it is the one the proxied task with that text then
-// reuses, and once that task's outcome is in, the advice holds what it taught.
+// session and without changing anything: before any task it names the cluster the router would
+// open but opens none; once the proxied task with that text has ended, the advice is that
+// cluster's and holds what it taught.
 func TestAdvise(t *testing.T) {
 	ctx := context.Background()
 	st := inmem.New()
 	svc := learningService(t, sessions.LearnRouted, st)
 	first, err := svc.Advise(ctx, "acme", salesTask)
-	if err != nil || first == nil || first.Decision != "create" || first.Cluster == "" || first.Advisory != "" {
+	if err != nil || first == nil || first.Decision != "create" || first.System == "" || first.Cluster != "" || first.Advisory != "" {
 		t.Fatalf("advice before any task: %+v (%v)", first, err)
 	}
 	if list, err := st.Sessions(ctx, "acme"); err != nil || len(list) != 0 {
 		t.Fatalf("Advise stored sessions: %v (%v)", list, err)
 	}
+	if clusters, err := st.Clusters(ctx, "acme"); err != nil || len(clusters) != 0 {
+		t.Fatalf("Advise created clusters: %v (%v)", clusters, err)
+	}
 	res, err := task(t, svc, "acme", "t1", salesTask, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Learning.Cluster != first.Cluster || res.Learning.Decision != "reuse" {
-		t.Fatalf("the task after the advice: %+v, want cluster %s reused", res.Learning, first.Cluster)
+	if res.Learning.Decision != "create" || res.Learning.System != first.System {
+		t.Fatalf("the task after the advice: %+v, want a %s cluster created", res.Learning, first.System)
 	}
 	chosen := strings.TrimPrefix(res.Answer.Content, "status_filter = ")
 	if _, err := svc.EndTask(ctx, "acme", "t1", sessions.Outcome{Feedback: "feedback: status_filter = " + chosen + " wrong"}, true); err != nil {
 		t.Fatal(err)
 	}
+	before, _ := st.Clusters(ctx, "acme")
 	after, err := svc.Advise(ctx, "acme", salesTask)
-	if err != nil || after.Cluster != first.Cluster || after.Decision != "reuse" || !strings.Contains(after.Advisory, chosen) || after.AdvisoryTokens == 0 {
+	if err != nil || after.Cluster != res.Learning.Cluster || after.Decision != "reuse" || !strings.Contains(after.Advisory, chosen) || after.AdvisoryTokens == 0 {
 		t.Fatalf("advice after the outcome: %+v (%v), want the advisory naming %q", after, err, chosen)
+	}
+	if now, _ := st.Clusters(ctx, "acme"); len(now) != len(before) || now[0].Version != before[0].Version {
+		t.Errorf("Advise changed the clusters: %+v, before %+v", now, before)
 	}
 	// Another tenant is routed among its own clusters only.
 	theirs, err := svc.Advise(ctx, "other", salesTask)
 	if err != nil || theirs.Decision != "create" || theirs.Advisory != "" {
 		t.Fatalf("the other tenant's advice: %+v (%v)", theirs, err)
+	}
+}
+
+// A numeric cluster waiting for its first reuse is not configured by a question: the probe's
+// text could be anything, and a failed configuration is final.
+func TestAdviseLeavesNumericClusterWarming(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	svc := learningService(t, sessions.LearnRouted, st)
+	const forecast = "Weekly sales forecast\nobs sales[store=north,week=1] = 101\nestimate sales[store=north,week=2]"
+	res, err := task(t, svc, "acme", "n1", forecast, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.EndTask(ctx, "acme", "n1", sessions.Outcome{Feedback: "feedback: sales[store=north,week=2] = 101, outcome sales[store=north,week=2] = 104"}, true); err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Cluster(ctx, "acme", res.Learning.Cluster)
+	if err != nil || c.System != "regression" {
+		t.Fatalf("the numeric task's cluster: %+v (%v)", c, err)
+	}
+	adv, err := svc.Advise(ctx, "acme", "Weekly sales forecast\nsomething else entirely")
+	if err != nil || adv.Decision != "reuse" || adv.Advisory != "" {
+		t.Fatalf("advice: %+v (%v)", adv, err)
+	}
+	if now, _ := st.Cluster(ctx, "acme", c.ID); now.Version != c.Version || string(now.State) != string(c.State) {
+		t.Errorf("Advise changed the warming cluster: version %d -> %d", c.Version, now.Version)
 	}
 }
 

@@ -95,7 +95,10 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	if err != nil {
 		s.stats.stateless.Add(1)
 		s.log.Warn("learning: the task runs stateless", logTenant, h.Tenant, logSession, sess.ID, "error", err)
-		tl.Decision, tl.Reason = "stateless", err.Error()
+		tl.Decision, tl.Reason = "stateless", statelessReason(err)
+		return tl
+	}
+	if c == nil { // read-only, and the router would create a cluster: nothing to read yet
 		return tl
 	}
 	sys := s.system(c.System)
@@ -105,7 +108,10 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	}
 	tl.Cluster, tl.System = c.ID, c.System
 	// A numeric cluster is configured on its first reuse, before it is read (seed 003 B.1).
-	c, result, err := learn.Prepare(ctx, s.cfg.Store, sys, h.Tenant, c.ID, task)
+	result := ""
+	if !h.readOnly {
+		c, result, err = learn.Prepare(ctx, s.cfg.Store, sys, h.Tenant, c.ID, task)
+	}
 	switch {
 	case err != nil:
 		s.log.Warn("learning: preparing the cluster failed; no advisory", logTenant, h.Tenant, logSession, sess.ID, "cluster", tl.Cluster, "error", err)
@@ -145,10 +151,10 @@ func (s *Service) chooseCluster(ctx context.Context, h *history, task *hippocam.
 				return &clusters[i], nil
 			}
 		}
-		return s.ensureCluster(ctx, h.Tenant, first, pin)
+		return s.ensureClusterID(ctx, h, clusterID(first, pin), first, pin)
 	case s.cfg.Learn == LearnGlobal:
 		tl.Decision = "global"
-		return s.ensureClusterID(ctx, h.Tenant, globalCluster, first, globalScope)
+		return s.ensureClusterID(ctx, h, globalCluster, first, globalScope)
 	}
 	d, err := learn.Route(ctx, s.cfg.LearnEnv, task, s.cfg.Systems, clusters)
 	if err != nil {
@@ -164,22 +170,23 @@ func (s *Service) chooseCluster(ctx context.Context, h *history, task *hippocam.
 		}
 		return nil, fmt.Errorf("routing: cluster %q is gone", d.Cluster)
 	}
-	tl.Decision = "create"
-	return s.ensureCluster(ctx, h.Tenant, d.System, d.Scope)
+	tl.Decision, tl.System = "create", d.System
+	return s.ensureClusterID(ctx, h, clusterID(d.System, d.Scope), d.System, d.Scope)
 }
 
-// ensureCluster returns the cluster of system and scope, creating it when absent.
-func (s *Service) ensureCluster(ctx context.Context, tenant, system, scope string) (*hippocam.Cluster, error) {
-	return s.ensureClusterID(ctx, tenant, clusterID(system, scope), system, scope)
-}
-
-func (s *Service) ensureClusterID(ctx context.Context, tenant, id, system, scope string) (*hippocam.Cluster, error) {
+// ensureClusterID returns the tenant's cluster id, creating it (of system and scope) when
+// absent. A read-only history creates nothing: a cluster that does not exist is nil.
+func (s *Service) ensureClusterID(ctx context.Context, h *history, id, system, scope string) (*hippocam.Cluster, error) {
+	tenant := h.Tenant
 	c, err := s.cfg.Store.Cluster(ctx, tenant, id)
 	if err == nil {
 		return c, nil
 	}
 	if hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
 		return nil, err
+	}
+	if h.readOnly {
+		return nil, nil
 	}
 	c = &hippocam.Cluster{Tenant: tenant, ID: id, System: system, Description: strings.TrimSpace(scope)}
 	if err := s.cfg.Store.CreateCluster(ctx, c); err != nil {
@@ -363,4 +370,19 @@ func (s *Service) LearnTask(ctx context.Context, tenant, key string) (int, error
 		}
 	}
 	return n, nil
+}
+
+// statelessReason is what a task's record says of why it runs stateless: the kind of failure,
+// never its internal detail (an upstream's address, a store's error), which goes to the log.
+func statelessReason(err error) string {
+	switch {
+	case errors.Is(err, learn.ErrGaveUp):
+		return "routing failed: the router's answers kept breaking its contract"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "routing failed: the request ended first"
+	}
+	if code := hippocam.ErrorCode(err); code != hippocam.EINTERNAL {
+		return "routing failed: " + code
+	}
+	return "routing failed: internal error"
 }

@@ -294,6 +294,9 @@ type history struct {
 	// seen is the length of the conversation up to and including its last assistant message:
 	// where a session it continues would have its transcript end.
 	seen int
+	// readOnly routes and reads without changing any cluster (Advise): a cluster the router
+	// would create is not created, and one not yet configured is read as it is.
+	readOnly bool
 }
 
 // lockKey serializes the requests that may touch one session: a name with all of its forks, or,
