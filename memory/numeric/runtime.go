@@ -24,6 +24,7 @@ package numeric
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -115,7 +116,9 @@ func Float(n Number) (float64, error) {
 }
 
 // Grounded reports whether literal occurs in event as a whole token: not as part of a longer
-// word or number (12 is not grounded by 120, nor 0.2 by 0.25, nor store by stores).
+// word or number (12 is not grounded by 120, nor 0.2 by 0.25, nor -5 by 10-5, nor store by
+// stores, nor north by north-east). A full stop after a number ends a sentence, not the number:
+// 118.4 is grounded by "came to 118.4."
 func Grounded(literal, event string) bool {
 	if literal == "" {
 		return false
@@ -126,28 +129,55 @@ func Grounded(literal, event string) bool {
 			return false
 		}
 		i += from
-		j := i + len(literal)
-		if (i == 0 || !tokenByte(event[i-1], literal[0])) && (j == len(event) || !tokenByte(event[j], literal[len(literal)-1])) {
+		if !continuesLeft(event, i, literal[0]) && !continuesRight(event, i+len(literal), literal[len(literal)-1]) {
 			return true
 		}
 		from = i + 1
 	}
 }
 
-// tokenByte reports whether neighbour, next to edge (the literal's own byte at that end), would
-// continue the token: letters, digits and '_' continue a word; digits and '.' continue a
-// number. A '-' before a number that does not start with one makes it another number (-5 is
-// not 5).
-func tokenByte(neighbour, edge byte) bool {
-	word := func(c byte) bool {
-		return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+func wordByte(c byte) bool {
+	return c == '_' || digitByte(c) || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func digitByte(c byte) bool { return c >= '0' && c <= '9' }
+
+// continuesLeft reports whether what stands before event[i] would make the literal starting
+// there (with first byte edge) part of a longer token.
+func continuesLeft(event string, i int, edge byte) bool {
+	if i == 0 {
+		return false
 	}
-	digit := func(c byte) bool { return c >= '0' && c <= '9' }
+	c := event[i-1]
 	switch {
-	case word(neighbour) && word(edge):
+	case wordByte(c) && (wordByte(edge) || edge == '-' || edge == '.'):
+		return true // in a word or a number, or a sign or point glued to one
+	case digitByte(edge) && (c == '.' || c == '-'):
+		return true // a decimal's tail, or the other sign
+	case wordByte(edge) && !digitByte(edge) && c == '-' && i >= 2 && wordByte(event[i-2]):
+		return true // the second half of a hyphenated word
+	}
+	return false
+}
+
+// continuesRight reports whether what stands at event[j] would make the literal ending there
+// (with last byte edge) part of a longer token.
+func continuesRight(event string, j int, edge byte) bool {
+	if j == len(event) {
+		return false
+	}
+	c := event[j]
+	next := byte(0)
+	if j+1 < len(event) {
+		next = event[j+1]
+	}
+	switch {
+	case wordByte(c) && wordByte(edge):
 		return true
-	case digit(edge) && (neighbour == '.' || neighbour == '-'):
-		return true
+	case digitByte(edge) && c == '.' && digitByte(next):
+		return true // more decimals (a full stop is not)
+	case wordByte(edge) && !digitByte(edge) && c == '-' && wordByte(next):
+		return true // the first half of a hyphenated word
 	}
 	return false
 }
@@ -194,7 +224,8 @@ func CheckKey(k Key, event, what string) error {
 	if !Grounded(k.Target, event) {
 		return fmt.Errorf("%s: the target name %q does not occur in the event", what, k.Target)
 	}
-	for n, v := range k.Dims {
+	for _, n := range slices.Sorted(maps.Keys(k.Dims)) { // in order: the same error every time
+		v := k.Dims[n]
 		if !Grounded(n, event) {
 			return fmt.Errorf("%s: the dimension name %q does not occur in the event", what, n)
 		}

@@ -82,7 +82,7 @@ type System[B, X, D any] struct {
 	env *learn.Env
 
 	mu    sync.Mutex
-	cache map[string]*X // event text -> its batch, for the current tasks
+	cache map[string]*X // bindings and event text -> the event's batch, for the current tasks
 	order []string
 	// states are decoded states by their bytes' hash, for reads: decoding a large state costs
 	// a hundred times what advising from it does (BENCHMARKS.md).
@@ -270,7 +270,7 @@ func (s *System[B, X, D]) configure(ctx context.Context, st *State[B, D], curren
 		st.Status, st.Problem = Failed, err.Error()
 		return nil
 	}
-	s.remember(current, got.cur)
+	s.remember(&got.b, current, got.cur)
 	st.Status, st.Bindings, st.Data = Configured, &got.b, got.data
 	st.Events, st.Sources = 1, []string{st.Warmup.Source}
 	st.Warmup = nil // its records are in the data now
@@ -340,31 +340,51 @@ func (s *System[B, X, D]) header() string {
 // current returns the batch of a task's event: the cached one when this process extracted it
 // already, else a new extraction.
 func (s *System[B, X, D]) current(ctx context.Context, b *B, event string) (*X, error) {
-	s.mu.Lock()
-	x, ok := s.cache[event]
-	s.mu.Unlock()
-	if ok {
+	if x := s.cached(b, event); x != nil {
 		return x, nil
 	}
 	x, err := s.extract(ctx, b, event)
 	if err != nil {
 		return nil, err
 	}
-	s.remember(event, x)
+	s.remember(b, event, x)
 	return x, nil
 }
 
-func (s *System[B, X, D]) remember(event string, x *X) {
-	if x == nil {
+// batchKey names the batch of an event under bindings b: one System serves every cluster of
+// its runtime, and two clusters bound otherwise extract one event otherwise.
+func batchKey[B any](b *B, event string) string {
+	raw, err := json.Marshal(b)
+	if err != nil {
+		return ""
+	}
+	return string(raw) + "\x00" + event
+}
+
+// cached returns the batch remembered for event under b, or nil.
+func (s *System[B, X, D]) cached(b *B, event string) *X {
+	k := batchKey(b, event)
+	if k == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cache[k]
+}
+
+func (s *System[B, X, D]) remember(b *B, event string, x *X) {
+	k := batchKey(b, event)
+	if x == nil || k == "" {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.cache[event]; ok {
+	if _, ok := s.cache[k]; ok {
+		s.cache[k] = x // the latest extraction under these bindings
 		return
 	}
-	s.cache[event] = x
-	s.order = append(s.order, event)
+	s.cache[k] = x
+	s.order = append(s.order, k)
 	if len(s.order) > cacheSize {
 		delete(s.cache, s.order[0])
 		s.order = s.order[1:]
@@ -484,13 +504,14 @@ func (s *System[B, X, D]) trajectoryBatch(ctx context.Context, b *B, t *hippocam
 		first = len(t.Messages)
 	}
 	task := TaskEvent(&t.Task)
-	s.mu.Lock()
-	cached, ok := s.cache[task]
-	s.mu.Unlock()
-	if !ok || renderEvent(t.Messages[:first], "") != task {
+	cached := s.cached(b, task)
+	if cached == nil || renderEvent(t.Messages[:first], "") != task {
 		return s.extract(ctx, b, full)
 	}
 	rest, err := s.extract(ctx, b, renderEvent(t.Messages[first:], t.Feedback))
+	if errors.Is(err, learn.ErrGaveUp) {
+		return s.extract(ctx, b, full) // the rest alone would not validate: try the whole
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -362,8 +362,10 @@ func TestExtractionRefused(t *testing.T) {
 	if len(st.Data.Values) != len(before.Data.Values) || st.Events != before.Events {
 		t.Errorf("a refused batch changed the data: %+v", st.Data)
 	}
-	if n := m.calls(hippocam.CallExtractor); n != 4 {
-		t.Errorf("%d extractor calls, want 4 (2 to configure, the refused one and its repair)", n)
+	// The task's own batch is cached, so the rest is extracted first (and repaired once); when
+	// it still fails, the whole trajectory is extracted (and repaired once) before refusing.
+	if n := m.calls(hippocam.CallExtractor); n != 6 {
+		t.Errorf("%d extractor calls, want 6 (2 to configure, the rest and its repair, the whole and its repair)", n)
 	}
 }
 
@@ -446,10 +448,12 @@ func TestRenderBudget(t *testing.T) {
 }
 
 func TestGrounded(t *testing.T) {
-	ev := "obs sales[store=north,week=12] = 120.5\ndet freq=103.42 bw=0.20 power=-45.1\nstores: 3"
+	ev := "obs sales[store=north,week=12] = 120.5\ndet freq=103.42 bw=0.20 power=-45.1\nstores: 3\n" +
+		"The total came to 118.4. Weeks 10-5 of the north-east region, rate x=-3."
 	for lit, want := range map[string]bool{
 		"12": true, "120.5": true, "120": false, "0.20": true, "0.2": false, "45.1": false, "-45.1": true,
 		"store": true, "stores": true, "north": true, "nort": false, "103.4": false, "3": true, "": false,
+		"118.4": true, "118": false, "-5": false, "10": true, "east": false, "north-east": true, "-3": true,
 	} {
 		if got := numeric.Grounded(lit, ev); got != want {
 			t.Errorf("Grounded(%q) = %v, want %v", lit, got, want)
@@ -464,5 +468,39 @@ func TestKeyString(t *testing.T) {
 	}
 	if got := (numeric.Key{Target: "churn"}).String(); got != "churn" {
 		t.Errorf("Key.String() = %q", got)
+	}
+}
+
+// One System serves every cluster of its runtime: a batch remembered for an event under one
+// cluster's bindings is never handed to a cluster bound otherwise.
+func TestBatchCacheKeyedByBindings(t *testing.T) {
+	ctx := context.Background()
+	const text = "Forecast\nobs x[k=a] = 7\nobs y[k=a] = 9\nestimate x[k=a]\nestimate y[k=a]"
+	m := &script{answers: map[hippocam.CallRole][]string{}, pick: func(instruction string) string {
+		if strings.Contains(instruction, `Bindings: {"target":"y"}`) {
+			return `{"requested":[{"target":"y","dims":{"k":"a"}}],"outcomes":[{"target":"y","dims":{"k":"a"},"value":9}]}`
+		}
+		return `{"requested":[{"target":"x","dims":{"k":"a"}}],"outcomes":[{"target":"x","dims":{"k":"a"},"value":7}]}`
+	}}
+	s := newSystem(t, m)
+	configured := func(target string) json.RawMessage {
+		raw, err := json.Marshal(numeric.State[tallyBindings, tallyData]{Status: numeric.Configured, Bindings: &tallyBindings{Target: target},
+			Data: tallyData{Values: []tallyValue{{"w", 1}}}, Events: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	tk := task("t", text)
+	ax, err := s.Read(ctx, configured("x"), &tk, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ay, err := s.Read(ctx, configured("y"), &tk, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ax.Text, "forecast x[k=a]") || !strings.Contains(ay.Text, "forecast y[k=a]") || strings.Contains(ay.Text, "forecast x") {
+		t.Errorf("advisories under two bindings:\n%s\n---\n%s", ax.Text, ay.Text)
 	}
 }
