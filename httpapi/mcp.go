@@ -28,7 +28,7 @@ func (s *Server) MCP(cfg mcp.Config) (*mcp.Server, error) {
 // mcpRoute is the handler of /mcp. The cluster updates of outcomes are left to the service's
 // job workers, as POST /api/sessions/{id}/outcome leaves them.
 func (s *Server) mcpRoute() func(http.ResponseWriter, *http.Request, string) {
-	m, err := s.MCP(mcp.Config{})
+	m, err := s.MCP(mcp.Config{Version: s.cfg.Version})
 	if err != nil { // only for a server without a store or a service, which New refuses
 		return func(w http.ResponseWriter, r *http.Request, tenant string) { s.restError(w, r, err) }
 	}

@@ -33,6 +33,8 @@ type Upstream interface {
 
 // Config configures a Server.
 type Config struct {
+	// Version is the server's version, as /mcp reports it to MCP clients ("dev" when empty).
+	Version  string
 	Engine   *engine.Engine
 	Store    hippocam.Store
 	Sessions *sessions.Service
@@ -164,6 +166,7 @@ func (s *Server) handle(pattern, route string, h func(http.ResponseWriter, *http
 		}()
 		tenant, ok := s.authenticate(r)
 		if !ok {
+			rec.Header().Set("WWW-Authenticate", `Bearer realm="hippocam"`)
 			writeError(rec, hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: send Authorization: Bearer KEY"))
 			return
 		}

@@ -3,6 +3,7 @@ package sessions_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/hippocam/hippocam"
@@ -97,5 +98,47 @@ func TestAdviseRefusals(t *testing.T) {
 	off := learningService(t, sessions.LearnOff, inmem.New())
 	if tl, err := off.Advise(ctx, "acme", salesTask); err != nil || tl != nil {
 		t.Fatalf("advice with learning off: %+v (%v)", tl, err)
+	}
+}
+
+// racedCommits fails the next n commits with a version conflict, as when another process on
+// the store (hippocam mcp beside serve) committed the session first.
+type racedCommits struct {
+	hippocam.Store
+	n atomic.Int32
+}
+
+func (r *racedCommits) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Change) error {
+	if r.n.Add(-1) >= 0 {
+		return hippocam.Errorf(hippocam.ECONFLICT, "session %q moved on", s.ID)
+	}
+	return r.Store.Commit(ctx, s, ch)
+}
+
+// An outcome whose commit loses a race with another process reads the session again and lands;
+// after the bound, the conflict is returned and nothing is recorded.
+func TestEndTaskRetriesAVersionRace(t *testing.T) {
+	ctx := context.Background()
+	st := &racedCommits{Store: inmem.New()}
+	svc := learningService(t, sessions.LearnRouted, st)
+	if _, err := task(t, svc, "acme", "t1", salesTask, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.n.Store(2)
+	if _, err := svc.EndTask(ctx, "acme", "t1", sessions.Outcome{Feedback: "feedback: status_filter = shipped right"}, true); err != nil {
+		t.Fatalf("an outcome after two lost races: %v", err)
+	}
+	if _, err := task(t, svc, "acme", "t2", salesTask, nil); err != nil {
+		t.Fatal(err)
+	}
+	st.n.Store(100)
+	_, err := svc.EndTask(ctx, "acme", "t2", sessions.Outcome{Feedback: "feedback: status_filter = shipped right"}, true)
+	st.n.Store(0)
+	if hippocam.ErrorCode(err) != hippocam.ECONFLICT {
+		t.Fatalf("an outcome that keeps losing: %v, want a conflict", err)
+	}
+	s, err := st.Session(ctx, "acme", "t2")
+	if err != nil || (s.Transcript.Learning != nil && s.Transcript.Learning.Ended) {
+		t.Errorf("the outcome that failed was recorded: %+v (%v)", s.Transcript.Learning, err)
 	}
 }

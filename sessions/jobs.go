@@ -67,7 +67,7 @@ type stats struct {
 	stateless, learned, jobsGaveUp                                 atomic.Int64
 	lessonsAdded, lessonsMerged, lessonsSuperseded                 atomic.Int64
 	// lagNanos and lagged add up how long jobs waited from being queued to being run.
-	lagNanos, lagged atomic.Int64
+	lagNanos, lagged         atomic.Int64
 	configured, configFailed atomic.Int64
 }
 

@@ -226,18 +226,54 @@ func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wai
 		return nil, err
 	}
 	unlock := s.locks.lock(tenant + "\x00n\x00" + baseName(id))
-	sess, err := s.load(ctx, tenant, id)
-	if err == nil && sess == nil {
-		err = hippocam.Errorf(hippocam.ENOTFOUND, "session %q not found", id)
+	// The lock serializes this process's requests; another process on the store (hippocam mcp
+	// beside serve, a replica) may commit the session meanwhile: a lost race reads it again.
+	var next *hippocam.Session
+	var ch hippocam.Change
+	for attempt := 0; ; attempt++ {
+		sess, err := s.load(ctx, tenant, id)
+		if err == nil && sess == nil {
+			err = hippocam.Errorf(hippocam.ENOTFOUND, "session %q not found", id)
+		}
+		if err != nil {
+			unlock()
+			return nil, err
+		}
+		if l := sess.Transcript.Learning; l != nil && l.Ended {
+			unlock()
+			return nil, hippocam.Errorf(hippocam.ECONFLICT, "session %q has ended already: its outcome was reported", id)
+		}
+		next, ch = s.endedSession(sess, o)
+		err = s.cfg.Store.Commit(ctx, next, ch)
+		if err == nil {
+			break
+		}
+		s.cache.drop(tenant, id)
+		if hippocam.ErrorCode(err) != hippocam.ECONFLICT || attempt >= endTaskAttempts-1 {
+			unlock()
+			return nil, err
+		}
 	}
-	if err != nil {
-		unlock()
-		return nil, err
+	s.cache.put(next)
+	unlock()
+	if len(ch.Jobs) > 0 {
+		if wait {
+			if err := s.learnFrom(ctx, tenant, id); err != nil {
+				return next, err
+			}
+		}
+		s.kick()
 	}
-	if l := sess.Transcript.Learning; l != nil && l.Ended {
-		unlock()
-		return nil, hippocam.Errorf(hippocam.ECONFLICT, "session %q has ended already: its outcome was reported", id)
-	}
+	return next, nil
+}
+
+// endTaskAttempts bounds how often EndTask reads a session again after another process
+// committed it first.
+const endTaskAttempts = 5
+
+// endedSession is sess ended with outcome o: the feedback appended as a user message, the task
+// marked ended, and a learn job when the task was routed to a cluster.
+func (s *Service) endedSession(sess *hippocam.Session, o Outcome) (*hippocam.Session, hippocam.Change) {
 	next := sess.Clone()
 	tl := next.Transcript.Learning
 	if tl == nil {
@@ -254,22 +290,7 @@ func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wai
 		ch.Jobs = []hippocam.Job{{Kind: JobLearn}}
 	}
 	next.UpdatedAt = now
-	if err := s.cfg.Store.Commit(ctx, next, ch); err != nil {
-		s.cache.drop(tenant, id)
-		unlock()
-		return nil, err
-	}
-	s.cache.put(next)
-	unlock()
-	if len(ch.Jobs) > 0 {
-		if wait {
-			if err := s.learnFrom(ctx, tenant, id); err != nil {
-				return next, err
-			}
-		}
-		s.kick()
-	}
-	return next, nil
+	return next, ch
 }
 
 // learnFrom updates the cluster an ended session was routed to with its trajectory. Applying

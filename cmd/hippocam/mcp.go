@@ -138,6 +138,12 @@ func (c *McpCommand) Run(ctx context.Context) error {
 		in = os.Stdin
 	}
 	log.Info("serving MCP on stdio", "store", c.DB, "tenant", c.Tenant, "learn", c.Learn)
+	// A misspelt tenant would silently serve an empty memory: say so when it holds nothing.
+	if list, err := c.store.Sessions(ctx, c.Tenant); err == nil && len(list) == 0 {
+		if clusters, err := c.store.Clusters(ctx, c.Tenant); err == nil && len(clusters) == 0 {
+			log.Warn("the tenant holds no session and no cluster in this store: is --tenant the name serve's --keys file gives it?", "tenant", c.Tenant, "store", c.DB)
+		}
+	}
 	return m.ServeStdio(ctx, c.Tenant, in, c.Stdout)
 }
 

@@ -228,7 +228,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Sessions: svc, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
+	srv, err := httpapi.New(httpapi.Config{Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
 		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout})
 	if err != nil {
 		return err
