@@ -54,18 +54,15 @@ func (d *Data) observe(e Event) {
 	})
 }
 
-// cost is z² of detection i against track j.
-func (a *association) cost(i int, t *Track) float64 {
-	dx := a.recs[i].X - t.M
-	return dx * dx / (a.r[i] + t.P)
-}
-
-// admissible reports whether detection i may be explained by track t, and at what cost.
+// admissible reports whether detection i may be explained by track t, and at what cost: z²
+// of the pair, computed only within the gate (outside it the ratio could overflow).
 func (a *association) admissible(i int, t *Track) (float64, bool) {
-	z2 := a.cost(i, t)
-	if z2 > gate {
-		return z2, false
+	dx := a.recs[i].X - t.M
+	v := a.r[i] + t.P
+	if dx*dx > gate*v {
+		return 0, false
 	}
+	z2 := dx * dx / v
 	for k, e := range t.Values {
 		if !a.gated[k] {
 			continue
@@ -258,6 +255,13 @@ func (a *association) apply(t *Track, i, index int) {
 // gives for a static state with observation variances c·sd²: m = Σ x/sd² / Σ 1/sd², P = c / Σ
 // 1/sd²; each value is the posterior mean of a Normal under a flat prior with known noise, the
 // plain mean, with its count n (the posterior variance is σ_f²/n).
+//
+// The sums are taken with every sd² divided by k, the power of two just above the least sd² of
+// the agreeing sightings: Σ x/(sd²/k) and Σ 1/(sd²/k) are k times the plain sums, exactly (a
+// power of two only shifts exponents), so m and P come out bit for bit the same whenever every
+// weight stays in a float64's normal range, but no sum can overflow however many sightings
+// there are: each weight k/sd² is at most 2, and a weight too small for a float64 (sd²/k
+// beyond its range) counts as 0.
 func (a *association) refit(t *Track) {
 	med := make([]float64, len(t.Values))
 	for f, e := range t.Values {
@@ -273,21 +277,32 @@ func (a *association) refit(t *Track) {
 		return true
 	}
 	all := !slices.ContainsFunc(t.Sightings, agrees)
+	used := func(r Sighting) bool { return all || agrees(r) }
+	least := math.Inf(1)
+	for _, r := range t.Sightings {
+		if used(r) {
+			least = min(least, r.SD)
+		}
+	}
+	_, e := math.Frexp(least * least)
+	k := math.Ldexp(1, e)
 	var n int
 	var w, wx float64
 	sums := make([]float64, len(t.Values))
 	for _, r := range t.Sightings {
-		if !all && !agrees(r) {
+		if !used(r) {
 			continue
 		}
 		n++
-		w += 1 / (r.SD * r.SD)
-		wx += r.X / (r.SD * r.SD)
 		for f, v := range r.Values {
 			sums[f] += v
 		}
+		if v := r.SD * r.SD / k; v <= math.MaxFloat64 {
+			w += 1 / v
+			wx += r.X / v
+		}
 	}
-	t.M, t.P = wx/w, a.c/w
+	t.M, t.P = wx/w, a.c/w*k
 	for f := range t.Values {
 		t.Values[f].N, t.Values[f].Mean = n, sums[f]/float64(n)
 	}

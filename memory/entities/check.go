@@ -3,6 +3,7 @@ package entities
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -58,8 +59,9 @@ func fieldInEvents(name string, events []string) bool {
 }
 
 // CheckBatch checks x against the event it was extracted from: every detection has the
-// identity, the scale and every value field, each a number found verbatim in the event, and a
-// positive scale; a field beyond those is allowed (and ignored) when it too occurs as "name=" with
+// identity, the scale and every value field, each a number found verbatim in the event, within
+// the magnitudes the tracker takes: a scale in [1e-100, 1e100], an identity and values within
+// ±1e100; a field beyond those is allowed (and ignored) when it too occurs as "name=" with
 // a grounded number; every requested field is a value field named in the event.
 func (Runtime) CheckBatch(b *Bindings, x *Batch, event string) error {
 	for i, det := range x.Detections {
@@ -90,8 +92,8 @@ func checkDetection(b *Bindings, det Detection, event, what string) error {
 		if err != nil {
 			return err
 		}
-		if f == b.Scale && v <= 0 {
-			return fmt.Errorf("%s: the scale %s=%s is not positive", what, f, string(n))
+		if err := checkMagnitude(b, f, v, n); err != nil {
+			return fmt.Errorf("%s: %v", what, err)
 		}
 	}
 	extra := make([]string, 0, len(det))
@@ -108,6 +110,38 @@ func checkDetection(b *Bindings, det Detection, event, what string) error {
 		if _, err := numeric.CheckNumber(det[f], event, what+", "+f); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// The magnitudes the tracker takes (see the package doc): within them, no sum, square or ratio
+// it forms can overflow or underflow to a value that breaks the fit.
+const (
+	maxMagnitude = 1e100  // the largest |identity|, |value| and scale
+	minScale     = 1e-100 // the smallest scale
+)
+
+// checkMagnitude checks the number v, written n, of the bound field f: a scale must be positive
+// and within [minScale, maxMagnitude], an identity or a value within ±maxMagnitude.
+func checkMagnitude(b *Bindings, f string, v float64, n numeric.Number) error {
+	if f == b.Scale {
+		scales := fmt.Sprintf("the tracker takes scales from %g to %g", minScale, maxMagnitude)
+		switch {
+		case v <= 0:
+			return fmt.Errorf("the scale %s=%s is not positive", f, string(n))
+		case v < minScale:
+			return fmt.Errorf("the scale %s=%s is too small: %s", f, string(n), scales)
+		case v > maxMagnitude:
+			return fmt.Errorf("the scale %s=%s is too large: %s", f, string(n), scales)
+		}
+		return nil
+	}
+	if math.Abs(v) > maxMagnitude {
+		role := "value"
+		if f == b.Identity {
+			role = "identity"
+		}
+		return fmt.Errorf("the %s %s=%s is too large: the tracker takes magnitudes up to %g", role, f, string(n), maxMagnitude)
 	}
 	return nil
 }

@@ -9,9 +9,16 @@
 // Every detection has an identity coordinate x (the bound identity field), a scale s (the bound
 // scale field) and values v_f (the bound value fields). The scale gives the detection's declared
 // standard deviation: sd = s when scale_kind is "sd", sd = s/√12 when it is "extent" (the width
-// of a uniform spread). The state is a list of tracks, one per hypothesised entity. A track keeps
-// its sightings (the detection it was assigned in each event it was detected in) and, computed
-// from those that agree with it (below),
+// of a uniform spread). CheckBatch admits a detection only within the magnitudes the tracker
+// takes: |x| and every |v_f| at most 1e100, the scale between 1e-100 and 1e100 (so 1/sd² stays
+// below 1.2e201). Within them nothing the tracker computes leaves the range of a float64: a
+// gate is tested as a product, never as a ratio that could overflow, the identity sums are
+// scaled by a power of two (see refit), and a value's resolution counts as 1e100 at most; so
+// the state always encodes as JSON.
+//
+// The state is a list of tracks, one per hypothesised entity. A track keeps its sightings (the
+// detection it was assigned in each event it was detected in) and, computed from those that
+// agree with it (below),
 //
 //   - an identity estimate m with variance P: what the Kalman step gives for a static state
 //     observed with variances c·sd², that is m = Σ x/sd² / Σ 1/sd² and P = c / Σ 1/sd²;

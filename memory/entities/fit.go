@@ -196,18 +196,21 @@ func (d *Data) event(b *Bindings, x *Batch, ev numeric.Event) Event {
 }
 
 // step is the resolution of a literal number: one unit of its last digit (0.01 for 0.20, 100
-// for 1.2e3, 1 for 45).
+// for 1.2e3, 1 for 45), at most maxMagnitude (0e400 is a value of 0 the tracker takes, but its
+// last digit stands for 1e400, which no float64 holds). The exponent is read saturating, and
+// kept as a float64, so that no literal can wrap it around.
 func step(n numeric.Number) float64 {
 	s := strings.ToLower(string(n))
-	exp := 0
+	exp := 0.0
 	if i := strings.IndexByte(s, 'e'); i >= 0 {
-		exp, _ = strconv.Atoi(s[i+1:])
+		e, _ := strconv.ParseInt(s[i+1:], 10, 64) // ±9.2e18 when out of range
+		exp = float64(e)
 		s = s[:i]
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 {
-		exp -= len(s) - i - 1
+		exp -= float64(len(s) - i - 1)
 	}
-	return math.Pow(10, float64(exp))
+	return min(math.Pow(10, exp), maxMagnitude)
 }
 
 func (d *Data) record(b *Bindings, det Detection) (Record, bool) {
