@@ -23,21 +23,23 @@ type Forecast struct {
 // Advise renders one forecast line per requested point, in order, then one line per requested
 // history (the point's dimensions but its time) with its latest outcomes. The forecasts are
 // conditioned on the outcomes the current task shows that the data does not already hold (see
-// conditioned). It says nothing before the cluster holds minObservations.
+// conditioned). Requested points of another target are skipped. It says nothing before the
+// cluster holds minObservations, nor without a fit (none could be computed).
 func (Runtime) Advise(d *Data, b *Bindings, current *Batch, ev numeric.Event) numeric.Advice {
 	f := d.Fit
-	if f == nil || f.Observations < minObservations || len(current.Requested) == 0 {
+	asked := slices.DeleteFunc(slices.Clone(current.Requested), func(p numeric.Key) bool { return p.Target != b.Target })
+	if f == nil || f.Observations < minObservations || len(asked) == 0 {
 		return numeric.Advice{}
 	}
 	vis := visibleOutcomes(d, b, current, ev)
-	post := f.conditioned(b, vis, current.Requested)
+	post := f.conditioned(b, vis, asked)
 	adv := numeric.Advice{
 		Head: fmt.Sprintf("Pooled estimates of %s, fitted to the outcomes that earlier tasks of this cluster revealed%s. "+
 			"They are a starting point: revise them against what the current task shows.", b.Target, shownPhrase(" and updated with %s", vis)),
 		Foot: fmt.Sprintf("Fitted to %d distinct earlier outcomes%s%s.", f.Observations, seriesCount(b, f), shownPhrase(", then conditioned on %s", vis)),
 	}
 	var labels []string
-	for _, p := range current.Requested {
+	for _, p := range asked {
 		dims := present(p.Dims)
 		fc := post.forecast(dims)
 		key := numeric.Key{Target: p.Target, Dims: dims}

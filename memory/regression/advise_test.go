@@ -153,3 +153,27 @@ func TestPlusMinus(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseSkipsOtherTargets: a requested point of another quantity gets no forecast line;
+// with only such points there is no advice.
+func TestAdviseSkipsOtherTargets(t *testing.T) {
+	w := newWorld(22, 3, 10)
+	d := ingest(t, salesBindings, w.panel(1, 6))
+	other := numeric.Key{Target: "returns", Dims: map[string]string{"store": "s1", "channel": "online"}}
+	adv := Runtime{}.Advise(d, &salesBindings, &Batch{Requested: []numeric.Key{other, request("s1", "online", "7")}}, numeric.Event{Source: "now", Index: 2})
+	var forecastsSeen []string
+	for _, l := range adv.Lines {
+		if m := forecastLine.FindStringSubmatch(l); m != nil {
+			forecastsSeen = append(forecastsSeen, m[1])
+		}
+		if strings.Contains(l, "returns") {
+			t.Errorf("line %q is about another target", l)
+		}
+	}
+	if want := request("s1", "online", "7").String(); len(forecastsSeen) != 1 || forecastsSeen[0] != want {
+		t.Errorf("forecasts of %v, want only %s", forecastsSeen, want)
+	}
+	if adv := (Runtime{}).Advise(d, &salesBindings, &Batch{Requested: []numeric.Key{other}}, numeric.Event{}); len(adv.Lines) != 0 || adv.Head != "" {
+		t.Errorf("advice %q for another target alone, want none", adv.Lines)
+	}
+}

@@ -64,10 +64,16 @@ func groundedIn(literal string, events []string) bool {
 	return false
 }
 
+// maxMagnitude bounds the values and times CheckBatch accepts. The fit squares them on the
+// link scale (the identity for a real value and for a time) and sums the squares; beyond 1e100
+// a square could overflow to infinity, and the fit would have nothing finite to solve.
+const maxMagnitude = 1e100 // written out in the errors below
+
 // CheckBatch checks x against the event it was extracted from: every point and outcome is of
-// the bound target, its dimension names and values occur in the event, a time is a number, a
-// requested point names its series when a key is bound, and every value occurs in the event
-// and fits the family.
+// the bound target, its dimensions are bound ones (key, time or a factor) whose names and
+// values occur in the event, a time is a number of magnitude at most maxMagnitude, every point
+// and outcome names its series when a key is bound, and every value occurs in the event, is
+// at most maxMagnitude in magnitude and fits the family.
 func (Runtime) CheckBatch(b *Bindings, x *Batch, event string) error {
 	for i, p := range x.Requested {
 		what := fmt.Sprintf("requested point %d", i+1)
@@ -83,9 +89,15 @@ func (Runtime) CheckBatch(b *Bindings, x *Batch, event string) error {
 		if err := checkPoint(b, o.Target, o.Dims, event, what); err != nil {
 			return err
 		}
+		if b.Key != "" && o.Dims[b.Key] == "" {
+			return fmt.Errorf("%s: the key dimension %s is missing: say which %s the value belongs to", what, b.Key, b.Key)
+		}
 		v, err := numeric.CheckNumber(o.Value, event, what)
 		if err != nil {
 			return err
+		}
+		if math.Abs(v) > maxMagnitude {
+			return fmt.Errorf("%s: the value %s is beyond 1e100 in magnitude: the fit cannot square it", what, string(o.Value))
 		}
 		if err := checkFamily(b.Family, v); err != nil {
 			return fmt.Errorf("%s: the value %s %v", what, string(o.Value), err)
@@ -109,18 +121,39 @@ func checkPoint(b *Bindings, target string, dims map[string]string, event, what 
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	bound := boundDims(b)
 	for _, n := range names {
+		if !slices.Contains(bound, n) {
+			return fmt.Errorf("%s: the dimension %q is not bound (%s)", what, n, roles(b))
+		}
 		k := numeric.Key{Target: target, Dims: map[string]string{n: dims[n]}}
 		if err := numeric.CheckKey(k, event, what); err != nil {
 			return err
 		}
 	}
 	if t, ok := dims[b.Time]; ok && b.Time != "" {
-		if _, err := numeric.Float(numeric.Number(t)); err != nil {
+		v, err := numeric.Float(numeric.Number(t))
+		if err != nil {
 			return fmt.Errorf("%s: the time %s=%s is not a number", what, b.Time, t)
+		}
+		if math.Abs(v) > maxMagnitude {
+			return fmt.Errorf("%s: the time %s=%s is beyond 1e100 in magnitude: the fit cannot square it", what, b.Time, t)
 		}
 	}
 	return nil
+}
+
+// roles lists b's dimensions by role: "key: store; time: week; factors: region, channel", with
+// "none" for a role no dimension plays.
+func roles(b *Bindings) string {
+	name := func(dims ...string) string {
+		dims = slices.DeleteFunc(slices.Clone(dims), func(d string) bool { return d == "" })
+		if len(dims) == 0 {
+			return "none"
+		}
+		return strings.Join(dims, ", ")
+	}
+	return fmt.Sprintf("key: %s; time: %s; factors: %s", name(b.Key), name(b.Time), name(b.Factors...))
 }
 
 // checkFamily says why v cannot be an outcome of family, or nil.

@@ -98,11 +98,19 @@ func TestCheckBatch(t *testing.T) {
 			Outcomes: []Outcome{outcome("118.4", north...), outcome("120.5", "store", "north", "region", "east", "week", "12")}}, event: warmup},
 		{name: "OKEmpty", event: warmup},
 		{name: "OKNullDimension", x: Batch{Requested: []numeric.Key{point("store", "north", "region", "")}}, event: warmup},
-		{name: "OKUnboundDimension", x: Batch{Outcomes: []Outcome{outcome("0.4", "store", "east", "share", "0.4")}}, event: current},
+		{name: "ErrOutcomeUnboundDimension", x: Batch{Outcomes: []Outcome{outcome("0.4", "store", "east", "share", "0.4")}}, event: current,
+			err: `outcome 1: the dimension "share" is not bound (key: store; time: week; factors: region)`},
+		{name: "ErrRequestedUnboundDimension", x: Batch{Requested: []numeric.Key{point("store", "east", "share", "0.4")}}, event: current,
+			err: `requested point 1: the dimension "share" is not bound (key: store; time: week; factors: region)`},
+		{name: "OKUnboundDimensionNull", x: Batch{Outcomes: []Outcome{outcome("0.4", "store", "east", "share", "")}}, event: current},
+		{name: "ErrOutcomeNoKey", x: Batch{Outcomes: []Outcome{outcome("118.4", north...), outcome("93", "region", "west", "week", "11")}}, event: warmup,
+			err: "outcome 2: the key dimension store is missing: say which store the value belongs to"},
+		{name: "ErrOutcomeNullKey", x: Batch{Outcomes: []Outcome{outcome("93", "store", "", "week", "11")}}, event: warmup,
+			err: "outcome 1: the key dimension store is missing"},
 		{name: "ErrRequestedTarget", x: Batch{Requested: []numeric.Key{{Target: "returns", Dims: map[string]string{"store": "south"}}}}, event: current,
 			err: `requested point 1: the target "returns" is not the bound target "sales"`},
-		{name: "ErrRequestedDimName", x: Batch{Requested: []numeric.Key{point("store", "north", "channel", "web")}}, event: warmup,
-			err: `requested point 1: the dimension name "channel" does not occur in the event`},
+		{name: "ErrRequestedDimName", x: Batch{Requested: []numeric.Key{point("store", "north", "region", "east")}}, event: "estimate sales[store=north] in the east",
+			err: `requested point 1: the dimension name "region" does not occur in the event`},
 		{name: "ErrRequestedDimValue", x: Batch{Requested: []numeric.Key{point("store", "central")}}, event: warmup,
 			err: `requested point 1: the value "central" of dimension store does not occur in the event`},
 		{name: "ErrRequestedNoKey", x: Batch{Requested: []numeric.Key{point("region", "east", "week", "12")}}, event: warmup,
@@ -142,12 +150,17 @@ func TestCheckBatch(t *testing.T) {
 		})
 	}
 	t.Run("OKNoKeyBound", func(t *testing.T) {
-		free := Bindings{Target: "sales", Family: Real}
+		free := Bindings{Target: "sales", Factors: []string{"region"}, Family: Real}
 		x := Batch{Requested: []numeric.Key{point("region", "west")}}
 		expect(t, Runtime{}.CheckBatch(&free, &x, current), "")
 	})
+	t.Run("ErrUnboundNoRoles", func(t *testing.T) {
+		bare := Bindings{Target: "sales", Family: Real}
+		x := Batch{Outcomes: []Outcome{outcome("93", "store", "south")}}
+		expect(t, Runtime{}.CheckBatch(&bare, &x, warmup), `outcome 1: the dimension "store" is not bound (key: none; time: none; factors: none)`)
+	})
 	t.Run("OKTimeUnbound", func(t *testing.T) {
-		untimed := Bindings{Target: "sales", Key: "store", Family: Real}
+		untimed := Bindings{Target: "sales", Key: "store", Factors: []string{"week"}, Family: Real}
 		x := Batch{Requested: []numeric.Key{point("store", "east", "week", "w12")}}
 		expect(t, Runtime{}.CheckBatch(&untimed, &x, current), "")
 	})
@@ -179,4 +192,36 @@ func TestCheckReplay(t *testing.T) {
 	rt.Ingest(d, &b, &Batch{Outcomes: []Outcome{{Target: "sales", Dims: map[string]string{"store": "north"}, Value: "3"}}}, numeric.Event{Source: "w"})
 	expect(t, rt.CheckReplay(d, &b, &Batch{}), "the current task requests no point of sales")
 	expect(t, rt.CheckReplay(d, &b, asks), "")
+}
+
+// TestCheckBatchMagnitude: a value or time beyond maxMagnitude is refused, since its square on
+// the link scale would overflow the fit; one at the bound passes.
+func TestCheckBatchMagnitude(t *testing.T) {
+	b := Bindings{Target: "sales", Key: "store", Time: "week", Family: Real}
+	out := func(store, week, v string) Outcome {
+		return Outcome{Target: "sales", Dims: map[string]string{"store": store, "week": week}, Value: numeric.Number(v)}
+	}
+	event := "obs sales[store=a,week=1] = 1e300\nobs sales[store=a,week=2] = 5\nobs sales[store=b,week=3] = 6\n" +
+		"obs sales[store=b,week=1e200] = 7\nobs sales[store=b,week=4] = -1e300\nobs sales[store=b,week=-1e100] = 1e100\n" +
+		"estimate sales[store=a,week=1e200]"
+	tests := []struct {
+		name string
+		x    Batch
+		err  string
+	}{
+		{"ErrHugeValue", Batch{Outcomes: []Outcome{out("a", "1", "1e300"), out("a", "2", "5"), out("b", "3", "6")}},
+			"outcome 1: the value 1e300 is beyond 1e100 in magnitude: the fit cannot square it"},
+		{"ErrHugeNegativeValue", Batch{Outcomes: []Outcome{out("a", "2", "5"), out("b", "4", "-1e300")}},
+			"outcome 2: the value -1e300 is beyond 1e100 in magnitude"},
+		{"ErrHugeTime", Batch{Outcomes: []Outcome{out("a", "2", "5"), out("b", "3", "6"), out("b", "1e200", "7")}},
+			"outcome 3: the time week=1e200 is beyond 1e100 in magnitude: the fit cannot square it"},
+		{"ErrHugeRequestedTime", Batch{Requested: []numeric.Key{{Target: "sales", Dims: map[string]string{"store": "a", "week": "1e200"}}}},
+			"requested point 1: the time week=1e200 is beyond 1e100 in magnitude"},
+		{"OKAtTheBound", Batch{Outcomes: []Outcome{out("b", "-1e100", "1e100")}}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, Runtime{}.CheckBatch(&b, &tt.x, event), tt.err)
+		})
+	}
 }

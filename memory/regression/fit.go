@@ -111,18 +111,44 @@ type row struct {
 	z    float64
 }
 
-// fit fits the model to obs (distinct, at least one).
+// fit fits the model to obs (distinct, at least one). It is nil when the data defeat floating
+// point (the estimation gives up, or a parameter comes out infinite or NaN): no fit is better
+// than a forecast of NaN.
 func fit(b *Bindings, obs []observation) *Fit {
 	d := layout(b, obs)
 	m := newMixed(d, d.rows(obs))
-	est, steps := m.estimate(sigmaFloor(b.Family, obs))
+	est, steps, ok := m.estimate(sigmaFloor(b.Family, obs))
+	if !ok {
+		return nil
+	}
 	f := m.report(est, obs)
+	if f == nil || !f.finite() {
+		return nil
+	}
 	f.Iterations = steps
 	return f
 }
 
+// finite reports whether every number of f is finite.
+func (f *Fit) finite() bool {
+	nums := []float64{f.Mu, f.Beta, f.TimeCenter, f.Latest, f.Sigma, f.KeyTau}
+	for _, k := range f.Keys {
+		nums = append(append(append(nums, k.Effect, k.Var), k.Cov...), k.Share...)
+	}
+	for _, ff := range f.Factors {
+		nums = append(nums, ff.Tau)
+		for _, l := range ff.Levels {
+			nums = append(nums, l.Effect)
+		}
+	}
+	for _, r := range f.Cov {
+		nums = append(nums, r...)
+	}
+	return !slices.ContainsFunc(nums, func(x float64) bool { return !finite(x) })
+}
+
 // report is the fit of obs at the variance components est: the effects' posterior means and
-// covariances, and what the advisory shows.
+// covariances, and what the advisory shows; nil when the equations at est have no solution.
 func (m *mixed) report(est variances, obs []observation) *Fit {
 	d, b := m.d, m.d.b
 	f := &Fit{
@@ -130,7 +156,10 @@ func (m *mixed) report(est variances, obs []observation) *Fit {
 		Trend: d.trend, TimeCenter: d.center, Latest: d.latest,
 		Sigma: math.Sqrt(est.sigma2), KeyTerm: d.keyTerm,
 	}
-	sol := m.solve(est)
+	sol, ok := m.solve(est)
+	if !ok {
+		return nil
+	}
 	f.Mu = sol.w[0]
 	if d.trend {
 		f.Beta = sol.w[1]
@@ -287,17 +316,20 @@ func sigmaFloor(family string, obs []observation) float64 {
 	}
 	slices.Sort(ys)
 	y := ys[len(ys)/2]
-	slope := 1.0
+	// The link's slope at y is 1/scale; dividing by scale (rather than multiplying by the
+	// slope) keeps a tiny positive value's floor finite: 1e-320 written so has resolution
+	// 1e-320, and 1/1e-320 would overflow.
+	scale := 1.0
 	switch family {
 	case Positive:
-		slope = 1 / y
+		scale = y
 	case Count:
-		slope = 1 / (y + 0.5)
+		scale = y + 0.5
 	case Probability:
 		p := min(max(y, probClamp), 1-probClamp)
-		slope = 1 / (p * (1 - p))
+		scale = p * (1 - p)
 	}
-	return max(resolution/math.Sqrt(12)*slope, 1e-9)
+	return max(resolution/scale/math.Sqrt(12), 1e-9)
 }
 
 // decimals is the place of a literal's last digit: 2 for 118.45, 0 for 120, -2 for 1.2e3.

@@ -16,6 +16,9 @@ const (
 	// below which the variances count as settled too: what is left to move is a direction in
 	// which the data barely tell the variances apart, and the forecasts do not depend on it.
 	likelihoodTolerance = 1e-12
+	// maxJitters bounds the attempts to make the Schur complement positive definite by adding
+	// to its diagonal; past them the variances at hand have no solution.
+	maxJitters = 20
 )
 
 // mixed holds the sufficient statistics of the mixed model: per series its count, sum and
@@ -84,12 +87,14 @@ type solution struct {
 // estimate finds the REML variances by EM from a start that splits the observed variance
 // between the components, and returns them with the number of EM steps taken. With no more
 // observations than fixed parameters the noise is its floor and the random effects vanish.
+// It gives up (false) when the likelihood at an iterate is not a finite number: the equations
+// could not be solved there, or the data overflow floating point.
 //
 // Plain EM crawls when a variance heads for zero (a factor that does not matter), so the
 // steps are accelerated with SQUAREM (Varadhan and Roland, 2008): two EM steps give a
 // direction in log-variance space, the runtime extrapolates along it, takes one EM step from
 // there, and keeps the result only if the likelihood is no lower than after the two steps.
-func (m *mixed) estimate(floor float64) (variances, int) {
+func (m *mixed) estimate(floor float64) (variances, int, bool) {
 	f2 := floor * floor
 	fixed := 1
 	if m.d.trend {
@@ -98,7 +103,7 @@ func (m *mixed) estimate(floor float64) (variances, int) {
 	spread := max(m.zz/float64(m.n)-sq(m.xz[0]/float64(m.n)), 0)
 	lo := m.pack(m.uniform(f2, f2*1e-6))
 	if m.n <= fixed {
-		return m.unpack(lo), 0
+		return m.unpack(lo), 0, true
 	}
 	hi := m.pack(m.uniform(1e6*(spread+f2), 1e6*(spread+f2)))
 	x := m.pack(m.uniform(max(spread/2, f2), max(spread/2, f2*1e-6)))
@@ -115,8 +120,11 @@ func (m *mixed) estimate(floor float64) (variances, int) {
 	last := math.Inf(-1) // the likelihood at the start of the previous cycle
 	for steps < maxIterations {
 		x1, ll := em(x)
+		if !finite(ll) {
+			return variances{}, steps, false
+		}
 		if settled(x, x1) || ll-last < likelihoodTolerance*(1+math.Abs(ll)) {
-			return m.unpack(x1), steps
+			return m.unpack(x1), steps, true
 		}
 		last = ll
 		x2, _ := em(x1)
@@ -128,7 +136,7 @@ func (m *mixed) estimate(floor float64) (variances, int) {
 		}
 		x = next
 	}
-	return m.unpack(x), steps
+	return m.unpack(x), steps, true
 }
 
 // uniform is a start or bound with the noise variance at sigma2 and every other at tau2.
@@ -193,10 +201,21 @@ func settled(old, next []float64) bool {
 
 func sq(x float64) float64 { return x * x }
 
+// finite reports whether x is neither infinite nor NaN.
+func finite(x float64) bool { return !math.IsInf(x, 0) && !math.IsNaN(x) }
+
 // loglik is the restricted log-likelihood at v, up to a constant:
 //
 //	-1/2 [ (n - p_fixed) log sigma^2 + log|M| + sum_c q_c log(tau_c^2 / sigma^2) + (z'z - theta'C'z) / sigma^2 ]
-func (m *mixed) loglik(v variances) float64 { return m.likelihood(v, m.solve(v)) }
+//
+// It is NaN where the equations at v have no solution.
+func (m *mixed) loglik(v variances) float64 {
+	sol, ok := m.solve(v)
+	if !ok {
+		return math.NaN()
+	}
+	return m.likelihood(v, sol)
+}
 
 // likelihood is loglik at v given its solution.
 func (m *mixed) likelihood(v variances, sol solution) float64 {
@@ -215,9 +234,12 @@ func (m *mixed) likelihood(v variances, sol solution) float64 {
 }
 
 // step is one EM step: the variances that the expected complete-data likelihood at v favours,
-// and the restricted log-likelihood at v.
+// and the restricted log-likelihood at v (NaN, with v unchanged, where there is no solution).
 func (m *mixed) step(v variances) (variances, float64) {
-	sol := m.solve(v)
+	sol, ok := m.solve(v)
+	if !ok {
+		return v, math.NaN()
+	}
 	d := m.d
 	lambdaA := v.sigma2 / v.tauA2
 	thetaLambda := 0.0
@@ -255,8 +277,10 @@ func (m *mixed) step(v variances) (variances, float64) {
 }
 
 // solve solves the penalized normal equations at v through the Schur complement of the
-// (diagonal) series block: S = X'X + Lambda_w - sum_k b_k b_k' / D_k.
-func (m *mixed) solve(v variances) solution {
+// (diagonal) series block: S = X'X + Lambda_w - sum_k b_k b_k' / D_k. It fails (false) when S
+// stays short of positive definite after maxJitters additions to its diagonal, as it does when
+// anything in it is infinite or NaN.
+func (m *mixed) solve(v variances) (solution, bool) {
 	d := m.d
 	s := mat.NewSymDense(d.s, nil)
 	s.CopySym(m.xx)
@@ -279,7 +303,10 @@ func (m *mixed) solve(v variances) solution {
 		}
 	}
 	var chol mat.Cholesky
-	for jitter := 0.0; !chol.Factorize(s); {
+	for jitter, tries := 0.0, 0; !chol.Factorize(s); tries++ {
+		if tries == maxJitters {
+			return solution{}, false
+		}
 		// Rounding can leave S a hair short of positive definite when a penalty is huge.
 		jitter = max(jitter*10, 1e-12*mat.Trace(s))
 		for i := range d.s {
@@ -301,7 +328,7 @@ func (m *mixed) solve(v variances) solution {
 			sol.thetaR += sol.a[k] * m.sumZ[k]
 		}
 	}
-	return sol
+	return sol, true
 }
 
 // keyFits reports every observed series: its effect, posterior variance and covariance with w

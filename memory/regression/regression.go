@@ -44,7 +44,14 @@
 //     written with one decimal is uncertain by at least 0.1/sqrt(12)), so a stream of equal
 //     values gives that value with a small, nonzero uncertainty; one outcome gives itself;
 //   - the same observation seen in several events (same target and same dimensions: a history
-//     line repeated in every task) counts once, with the value of the latest event.
+//     line repeated in every task) counts once, with the value of the latest event; that is
+//     why a batch may state only bound dimensions (an extra one would make the same line a
+//     second observation), and every outcome must name its series when a key is bound;
+//   - values and times are accepted up to 1e100 in magnitude: the fit squares them and sums
+//     the squares, which beyond that could overflow. Should the records still defeat floating
+//     point (the Schur complement stays singular after 20 additions to its diagonal, the
+//     likelihood is not finite, or a parameter comes out infinite), the cluster keeps its
+//     records but holds no fit, and advises nothing, until its records allow one.
 //
 // # The forecast
 //
@@ -54,7 +61,7 @@
 // + tau_f^2 for each unseen factor level). A point without a time is forecast at the latest
 // time observed. The support of a point is the number of distinct observations of its series
 // (of all series when no key is bound); forecasts are rendered only once the cluster holds at
-// least 2 observations.
+// least 2 observations. Requested points of another quantity get no line.
 //
 // # Conditioning on the current task
 //
