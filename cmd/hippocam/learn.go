@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -145,6 +146,38 @@ func (c *LearnCommand) printTable(tasks int, results []*stream.Result) {
 	}
 	tw.Flush()
 	fmt.Fprintln(c.Stdout, "\nreward: attempt 1, mean over scored tasks; agreement: share of task pairs the clusters and the hidden sources agree on.")
+	c.printSources(results)
+}
+
+// printSources prints the reward per hidden source (the stream's families), one column each.
+func (c *LearnCommand) printSources(results []*stream.Result) {
+	var sources []string
+	for _, r := range results {
+		for src := range r.BySource {
+			if !slices.Contains(sources, src) {
+				sources = append(sources, src)
+			}
+		}
+	}
+	if len(sources) < 2 {
+		return
+	}
+	slices.Sort(sources)
+	fmt.Fprintln(c.Stdout, "\nReward per source:")
+	tw := tabwriter.NewWriter(c.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "condition\t"+strings.Join(sources, "\t")+"\t")
+	for _, r := range results {
+		fmt.Fprint(tw, r.Condition+"\t")
+		for _, src := range sources {
+			if v, ok := r.BySource[src]; ok {
+				fmt.Fprintf(tw, "%.3f\t", v)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 }
 
 // Close releases nothing: every run keeps its store in memory.
