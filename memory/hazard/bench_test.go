@@ -44,14 +44,19 @@ func BenchmarkIngest(b *testing.B) {
 	}
 }
 
+// BenchmarkAdvise times one Advise for a task that asks for three curves and shows the counts
+// of a cohort of 50 for the first of them, as a task of the cohort world does.
 func BenchmarkAdvise(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
 			d, bind := benchData(n)
-			current := &Batch{Requested: []Request{request("basic", "north"), request("pro", "south"), request("plus", "north")}}
+			current := countBatch("basic", "north", []int{50, 43, 38, 35, 32, 30}, []int{7, 5, 3, 3, 2, 1})
+			current.Requested = []Request{request("basic", "north"), request("pro", "south"), request("plus", "north")}
 			b.ReportAllocs()
 			for b.Loop() {
-				Runtime{}.Advise(d, bind, current, numeric.Event{Source: "now", Index: n})
+				if a := (Runtime{}).Advise(d, bind, current, numeric.Event{Source: "now", Index: n}); len(a.Lines) != 3 {
+					b.Fatalf("%d lines", len(a.Lines))
+				}
 			}
 		})
 	}

@@ -350,7 +350,12 @@ func (p *problem) result(x []float64, records []Record) *Fit {
 // may hold values never seen: their effects count 0). Intervals past the fitted ones carry the
 // last baseline on.
 func (f *Fit) Curve(entity, context map[string]string, j int) []float64 {
-	shift := f.Entities[entityKey(entity)]
+	return f.curve(f.Entities[entityKey(entity)], entity, context, j)
+}
+
+// curve is Curve with the entity's own effect u given.
+func (f *Fit) curve(u float64, entity, context map[string]string, j int) []float64 {
+	shift := u
 	for _, n := range featureNames(entity) {
 		shift += f.Features[n]
 	}
@@ -360,14 +365,28 @@ func (f *Fit) Curve(entity, context map[string]string, j int) []float64 {
 	out := make([]float64, j)
 	s := 1.0
 	for i := range j {
-		alpha := f.PooledLogit
-		if len(f.Baseline) > 0 {
-			alpha = f.Baseline[min(i, len(f.Baseline)-1)]
-		}
-		s *= 1 - sigmoid(alpha+shift)
+		s *= 1 - sigmoid(f.alpha(i)+shift)
 		out[i] = s
 	}
 	return out
+}
+
+// alpha is the baseline of interval i (0-based); past the fitted intervals the last one goes
+// on, and without any the pooled logit stands.
+func (f *Fit) alpha(i int) float64 {
+	if len(f.Baseline) == 0 {
+		return f.PooledLogit
+	}
+	return f.Baseline[min(i, len(f.Baseline)-1)]
+}
+
+// sum adds the effects of the d=v pairs of dims (0 for a pair never seen).
+func (f *Fit) sum(effects map[string]float64, dims map[string]string) float64 {
+	var s float64
+	for _, n := range featureNames(dims) {
+		s += effects[n]
+	}
+	return s
 }
 
 // entityKey names an entity (or a context) by its dims alone, the target being the cluster's
