@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,12 +26,62 @@ func (s *Server) Serve(ctx context.Context, tenant string, t sdk.Transport) erro
 // ServeStdio runs one MCP connection of tenant over newline-delimited JSON-RPC, reading in and
 // writing out (a process's stdin and stdout), until in ends (nil) or ctx ends (nil too: that is
 // how the command is stopped). Nothing else may write to out.
+//
+// A line that is not JSON is answered with a JSON-RPC parse error (-32700) and the connection
+// goes on, as the protocol asks; the SDK's transport would otherwise end the connection.
 func (s *Server) ServeStdio(ctx context.Context, tenant string, in io.Reader, out io.Writer) error {
-	err := s.Serve(ctx, tenant, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	w := &lockedWriter{w: out}
+	err := s.Serve(ctx, tenant, &sdk.IOTransport{Reader: jsonLines(in, w), Writer: nopWriteCloser{w}})
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil
 	}
 	return err
+}
+
+// parseError is the answer to a line that is not JSON: it has no id, since none could be read.
+const parseError = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}` + "\n"
+
+// jsonLines passes on the lines of in that are JSON, and answers every other non-blank line with
+// a parse error on w. The reader it returns ends when in does.
+func jsonLines(in io.Reader, w io.Writer) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		r := bufio.NewReader(in)
+		for {
+			line, err := r.ReadBytes('\n')
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				if json.Valid(trimmed) {
+					if _, werr := pw.Write(append(trimmed, '\n')); werr != nil {
+						return // the connection is closed
+					}
+				} else if _, werr := io.WriteString(w, parseError); werr != nil {
+					pw.CloseWithError(werr)
+					return
+				}
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					err = nil
+				}
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// lockedWriter makes each Write whole: the SDK writes one message per Write, and parse errors are
+// written beside it.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 type nopWriteCloser struct{ io.Writer }
