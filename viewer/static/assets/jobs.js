@@ -58,7 +58,7 @@ window.hippocamJobs = (kit) => {
   function due(t) {
     const d = new Date(t);
     if (isNaN(d)) return '–';
-    const secs = Math.round((d.getTime() - Date.now()) / 1000);
+    const secs = Math.floor((d.getTime() - Date.now()) / 1000); // a job due in 24 h is "in 23 h" a moment later
     if (secs <= 0) return 'now';
     if (secs < 60) return 'in ' + secs + ' s';
     if (secs < 3600) return 'in ' + Math.floor(secs / 60) + ' min';
