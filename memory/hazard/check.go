@@ -52,11 +52,11 @@ func (Runtime) CheckBindings(b *Bindings, events []string) error {
 
 // CheckBatch checks a batch against its event. Every record's target is the bound one, its
 // dims are bound dimensions whose names and values occur in the event (a null or empty value
-// means the record does not state that dimension); a request asks for exactly J intervals; a
-// count's interval is a whole number in 1..J and at_risk and events are whole numbers with
-// 0 <= events <= at_risk; a curve has 1 to J values (a shorter curve covers the first
-// intervals only), each in [0,1] and none above the one before. Every number occurs verbatim in
-// the event.
+// means the record does not state that dimension); a request asks for 1 to MaxIntervals
+// intervals (a horizon other than J is drawn over its own intervals); a count's interval is a
+// whole number in 1..J and at_risk and events are whole numbers with 0 <= events <= at_risk; a
+// curve has 1 to J values (a shorter curve covers the first intervals only), each in [0,1] and
+// none above the one before. Every number occurs verbatim in the event.
 func (Runtime) CheckBatch(b *Bindings, x *Batch, event string) error {
 	for i, r := range x.Requested {
 		what := fmt.Sprintf("requested %d", i+1)
@@ -67,8 +67,10 @@ func (Runtime) CheckBatch(b *Bindings, x *Batch, event string) error {
 		if err != nil {
 			return err
 		}
-		if j != b.Intervals {
-			return fmt.Errorf("%s, intervals: %d intervals are asked for, the bindings say %d", what, j, b.Intervals)
+		// A task may ask for another horizon than the cluster's J: the curve is drawn over the
+		// intervals asked for (past the last fitted one, the last hazard carries on).
+		if j < 1 || j > MaxIntervals {
+			return fmt.Errorf("%s, intervals: %d intervals are asked for; a curve has 1 to %d", what, j, MaxIntervals)
 		}
 	}
 	for i, c := range x.Counts {

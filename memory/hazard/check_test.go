@@ -98,6 +98,29 @@ func TestCheckBatch(t *testing.T) {
 			t.Errorf("advice for a request with a null dimension: %q", a.Lines)
 		}
 	})
+	t.Run("OtherHorizon", func(t *testing.T) {
+		// A task of the cluster asking for a shorter or a longer horizon than its J is answered
+		// over the intervals it asks for.
+		d := &Data{}
+		ingest(d, b, goodBatch(), "w", 0)
+		for _, j := range []string{"2", "9"} {
+			x := goodBatch()
+			x.Requested[0].Intervals = numeric.Number(j)
+			ev := warmup + "\nestimate-curve over " + j
+			if err := (Runtime{}).CheckBatch(b, x, ev); err != nil {
+				t.Fatalf("a request over %s intervals refused: %v", j, err)
+			}
+			a := Runtime{}.Advise(d, b, &Batch{Requested: x.Requested}, numeric.Event{})
+			values := ""
+			if len(a.Lines) > 0 {
+				_, values, _ = strings.Cut(a.Lines[0], "= [")
+				values, _, _ = strings.Cut(values, "]")
+			}
+			if strings.Count(values, ",")+1 != map[string]int{"2": 2, "9": 9}[j] {
+				t.Errorf("advice over %s intervals: %q", j, a.Lines)
+			}
+		}
+	})
 	t.Run("ShortCurve", func(t *testing.T) {
 		x := goodBatch()
 		x.Curves[0].Values = x.Curves[0].Values[:3]
@@ -113,7 +136,7 @@ func TestCheckBatch(t *testing.T) {
 		{"ErrRequestTarget", func(x *Batch) { x.Requested[0].Target = "sales" }, `requested 1: the target is "sales", the bindings say "churn"`},
 		{"ErrRequestUnboundDim", func(x *Batch) { x.Requested[0].Dims["site"] = "east" }, `requested 1: the dimension "site" is not bound (entity: plan, region; contexts: (none))`},
 		{"ErrRequestValue", func(x *Batch) { x.Requested[0].Dims["plan"] = "gold" }, `requested 1: the value "gold" of dimension plan does not occur in the event`},
-		{"ErrRequestIntervals", func(x *Batch) { x.Requested[0].Intervals = "2" }, "requested 1, intervals: 2 intervals are asked for, the bindings say 6"},
+		{"ErrRequestIntervals", func(x *Batch) { x.Requested[0].Intervals = "0" }, "requested 1, intervals: 0 intervals are asked for; a curve has 1 to 100"},
 		{"ErrRequestIntervalsNotShown", func(x *Batch) { x.Requested[0].Intervals = "7" }, "requested 1, intervals: the value 7 does not occur in the event"},
 		{"ErrRequestIntervalsNotNumber", func(x *Batch) { x.Requested[0].Intervals = "six" }, `requested 1, intervals: "six" is not a finite number`},
 		{"ErrCountTarget", func(x *Batch) { x.Counts[1].Target = "churned" }, `count 2: the target is "churned", the bindings say "churn"`},
