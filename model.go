@@ -3,6 +3,7 @@ package hippocam
 import (
 	"context"
 	"encoding/json"
+	"strings"
 )
 
 // CallRole names who a model call is made for. Every call carries it (the X-Hippocam-Role
@@ -72,4 +73,23 @@ type StreamModel interface {
 // Tokenizer counts tokens offline.
 type Tokenizer interface {
 	Count(text string) int
+}
+
+// JSONObject finds the JSON object in a model's text answer: what a ``` fence holds (a
+// leading "json" tag dropped) when there is one, and within that the span from the first '{'
+// to the last '}'. Every structured call of the engine and of the learning layer reads its
+// answer through it.
+func JSONObject(text string) (string, bool) {
+	s := strings.TrimSpace(text)
+	if i := strings.Index(s, "```"); i >= 0 {
+		rest := strings.TrimPrefix(s[i+3:], "json")
+		if j := strings.Index(rest, "```"); j >= 0 {
+			s = strings.TrimSpace(rest[:j])
+		}
+	}
+	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
+	if i < 0 || j < i {
+		return "", false
+	}
+	return s[i : j+1], true
 }

@@ -67,7 +67,7 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 			}
 		}
 		if !found {
-			args, found = jsonObject(resp.Message.Content)
+			args, found = hippocam.JSONObject(resp.Message.Content)
 		}
 		if !found {
 			problem = "the answer holds no JSON object"
@@ -139,24 +139,6 @@ func unreadableAnswer(err error) bool {
 
 // roleName is how the system message names a component role.
 func roleName(role hippocam.CallRole) string { return strings.ToUpper(string(role)) }
-
-// jsonObject finds the JSON object in a text answer: the whole text, or what a ```json fence
-// holds, or the span from the first "{" to the last "}".
-func jsonObject(text string) (string, bool) {
-	s := strings.TrimSpace(text)
-	if i := strings.Index(s, "```"); i >= 0 {
-		rest := s[i+3:]
-		rest = strings.TrimPrefix(rest, "json")
-		if j := strings.Index(rest, "```"); j >= 0 {
-			s = strings.TrimSpace(rest[:j])
-		}
-	}
-	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
-	if i < 0 || j < i {
-		return "", false
-	}
-	return s[i : j+1], true
-}
 
 // componentAnswerRoom is the room a PALIM request keeps for the answer: an eighth of the window,
 // at most 4,096 tokens.

@@ -65,7 +65,7 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 		if err != nil {
 			return fmt.Errorf("%s: %w", role, err)
 		}
-		args, found := JSONObject(resp.Message.Content)
+		args, found := hippocam.JSONObject(resp.Message.Content)
 		if !found {
 			for _, c := range resp.Message.ToolCalls { // a model that answered with a call instead
 				args, found = c.Arguments, true
@@ -100,23 +100,6 @@ func Decode(args string, v any) error {
 		return fmt.Errorf("the answer holds more than one JSON value")
 	}
 	return nil
-}
-
-// JSONObject finds the JSON object in a model's text: inside a ``` fence if there is one, from
-// the first '{' to the last '}'.
-func JSONObject(text string) (string, bool) {
-	s := strings.TrimSpace(text)
-	if i := strings.Index(s, "```"); i >= 0 {
-		rest := strings.TrimPrefix(s[i+3:], "json")
-		if j := strings.Index(rest, "```"); j >= 0 {
-			s = strings.TrimSpace(rest[:j])
-		}
-	}
-	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
-	if i < 0 || j < i {
-		return "", false
-	}
-	return s[i : j+1], true
 }
 
 func clip(s string, n int) string {
