@@ -16,28 +16,46 @@ type Configurer interface {
 	Configure(ctx context.Context, state json.RawMessage, task *hippocam.Task) (json.RawMessage, string, error)
 }
 
-// Prepare readies the tenant's cluster id for task through sys before it is read: when sys is
-// a Configurer, its Configure runs inside Change, so that of two tasks starting at once one
-// configures and the other finds the cluster configured. It returns the cluster as it now is,
-// and the configuration's result ("" when nothing was done).
-func Prepare(ctx context.Context, cs hippocam.ClusterStore, sys hippocam.MemorySystem, tenant, id string, task *hippocam.Task) (*hippocam.Cluster, string, error) {
+// Prepare readies cluster c (as the caller just read it) for task through sys before it is
+// read. When sys is a Configurer, Configure runs on c's state; only when it changed something is
+// the new state committed, from c's version. When another update landed first, Configure runs
+// again inside Change on the cluster as it now is, so that of two tasks starting at once one
+// configures and the other finds the cluster configured. It returns the cluster as it now is
+// (c itself when nothing changed: no further read), and the configuration's result ("" when
+// nothing was done).
+func Prepare(ctx context.Context, cs hippocam.ClusterStore, sys hippocam.MemorySystem, c *hippocam.Cluster, task *hippocam.Task) (*hippocam.Cluster, string, error) {
 	cf, ok := sys.(Configurer)
 	if !ok {
-		c, err := cs.Cluster(ctx, tenant, id)
-		return c, "", err
+		return c, "", nil
 	}
-	var result string
-	c, err := Change(ctx, cs, tenant, id, func(c *hippocam.Cluster) (bool, error) {
-		state, res, err := cf.Configure(ctx, c.State, task)
+	state, result, err := cf.Configure(ctx, c.State, task)
+	if err != nil {
+		return nil, "", fmt.Errorf("configure cluster %s: %w", c.ID, err)
+	}
+	if state == nil {
+		return c, "", nil
+	}
+	next := *c
+	next.State = state
+	err = cs.UpdateCluster(ctx, &next, c.Version)
+	if err == nil {
+		return &next, result, nil
+	}
+	if hippocam.ErrorCode(err) != hippocam.ECONFLICT {
+		return nil, "", err
+	}
+	result = ""
+	now, err := Change(ctx, cs, c.Tenant, c.ID, func(cur *hippocam.Cluster) (bool, error) {
+		state, res, err := cf.Configure(ctx, cur.State, task)
 		if err != nil {
-			return false, fmt.Errorf("configure cluster %s: %w", id, err)
+			return false, fmt.Errorf("configure cluster %s: %w", c.ID, err)
 		}
 		result = res
 		if state == nil {
 			return false, nil
 		}
-		c.State = state
+		cur.State = state
 		return true, nil
 	})
-	return c, result, err
+	return now, result, err
 }

@@ -110,7 +110,7 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	// A numeric cluster is configured on its first reuse, before it is read (seed 003 B.1).
 	result := ""
 	if !h.readOnly {
-		c, result, err = learn.Prepare(ctx, s.cfg.Store, sys, h.Tenant, c.ID, task)
+		c, result, err = learn.Prepare(ctx, s.cfg.Store, sys, c, task)
 	}
 	switch {
 	case err != nil:

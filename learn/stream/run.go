@@ -361,7 +361,7 @@ func (r *runner) read(ctx context.Context, id string, task *hippocam.Task) (stri
 		return "", err
 	}
 	// A numeric cluster is configured on its first reuse, before it is read.
-	c, result, err := learn.Prepare(ctx, r.store, sys, tenant, id, task)
+	c, result, err := learn.Prepare(ctx, r.store, sys, c, task)
 	if err != nil {
 		return "", err
 	}

@@ -200,12 +200,16 @@ func (s *System[B, X, D]) Entries(state json.RawMessage) int {
 // (a new cluster, or one configured or failed already). A model error is returned as it is,
 // the state untouched, so that a later task tries again.
 func (s *System[B, X, D]) Configure(ctx context.Context, state json.RawMessage, task *hippocam.Task) (json.RawMessage, string, error) {
-	st, err := s.Decode(state)
+	// Every task start asks; nearly every cluster is past warming: the shared decoded state
+	// answers without decoding it again.
+	if st, err := s.ReadState(state); err != nil {
+		return nil, "", err
+	} else if st.Status != Warming || st.Warmup == nil {
+		return nil, "", nil
+	}
+	st, err := s.Decode(state) // a private copy, to configure
 	if err != nil {
 		return nil, "", err
-	}
-	if st.Status != Warming || st.Warmup == nil {
-		return nil, "", nil
 	}
 	if err := s.configure(ctx, st, TaskEvent(task)); err != nil {
 		return nil, "", err

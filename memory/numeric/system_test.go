@@ -415,7 +415,12 @@ func TestPrepareConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			t2 := task(fmt.Sprintf("t%d", i+2), nextText)
-			_, res, err := learn.Prepare(ctx, cs, s, "a", "c1", &t2)
+			c, err := cs.Cluster(ctx, "a", "c1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, res, err := learn.Prepare(ctx, cs, s, c, &t2)
 			if err != nil {
 				t.Error(err)
 			}
