@@ -118,9 +118,6 @@ func (s *System[B, X, D]) Name() string { return s.rt.Name() }
 // Description returns the runtime's description, for the router.
 func (s *System[B, X, D]) Description() string { return s.rt.Description() }
 
-// Runtime returns the system's runtime.
-func (s *System[B, X, D]) Runtime() Runtime[B, X, D] { return s.rt }
-
 // Decode reads a state of this system; an empty one is a new cluster's. EINVALID if it is not.
 func (s *System[B, X, D]) Decode(raw json.RawMessage) (*State[B, D], error) {
 	st := &State[B, D]{}
