@@ -122,10 +122,13 @@ func TestWriteResponse(t *testing.T) {
 		t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
 	want := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[` +
-		`{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"a <b> & c"},` +
-		`{"type":"tool_use","id":"t1","name":"go","input":{"x":[1, 2]}},{"type":"tool_use","id":"t2","name":"bad","input":{}}],` +
-		`"stop_reason":"tool_use","stop_sequence":null,` +
-		`"usage":{"input_tokens":40,"output_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":60}}` + "\n"
+		`{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"a <b> & c","citations":null},` +
+		`{"type":"tool_use","id":"t1","name":"go","input":{"x":[1, 2]},"caller":{"type":"direct"}},` +
+		`{"type":"tool_use","id":"t2","name":"bad","input":{},"caller":{"type":"direct"}}],` +
+		`"stop_reason":"tool_use","stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,` +
+		`"usage":{"input_tokens":40,"cache_creation_input_tokens":0,"cache_read_input_tokens":60,` +
+		`"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":7,` +
+		`"output_tokens_details":null,"server_tool_use":null,"service_tier":"standard","inference_geo":null,"speed":null}}` + "\n"
 	if got := rec.Body.String(); got != want {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
