@@ -213,7 +213,7 @@ type cacheCreation struct {
 func answerUsage(u Usage) fullUsage {
 	return fullUsage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
 		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
-		CacheCreation: cacheCreation{Ephemeral5mInputTokens: u.CacheCreationInputTokens},
+		CacheCreation:       cacheCreation{Ephemeral5mInputTokens: u.CacheCreationInputTokens},
 		OutputTokensDetails: jsonNull, ServerToolUse: jsonNull, ServiceTier: "standard", InferenceGeo: jsonNull, Speed: jsonNull}
 }
 
