@@ -24,27 +24,32 @@ import (
 // the simulated model alone, and has tsc check every answer body and every streamed event
 // against those types.
 
-// typesCall is the tool the conversation declares and the model calls.
-const typesCall = `read_file`
-
-// typesSchema is the tool's JSON Schema.
+// typesSchema is the JSON Schema of the conversation's one tool, read_file.
 const typesSchema = `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`
 
-// The conversation: the first turn makes the model call the tool and say nothing, the second
-// (with the tool's result) makes it answer in text.
-const (
-	typesTurn1  = "Read the notes.\n!call read_file {\"path\":\"notes.txt\"}"
-	typesResult = "notes: the launch is on friday\n!say the notes are read"
-)
+// typesTurn1 is the user's message: the model calls the tool and says nothing.
+const typesTurn1 = "Read the notes.\n!call read_file {\"path\":\"notes.txt\"}"
 
-// typesFormat is one inbound format: its route, its two requests and the SDK types of its
-// answer and of its streamed events (names the generated TypeScript declares).
+// typesSteps are the model's answers in the conversation, each with the tool result the client
+// sends back for its call: a call alone, text with a call, text alone.
+var typesSteps = []struct{ text, path, result string }{
+	{"", "notes.txt", "notes: the launch is on friday\n!say the notes are read\n!call read_file {\"path\":\"more.txt\"}"},
+	{"the notes are read", "more.txt", "more: nothing else\n!say all done"},
+	{"all done", "", ""},
+}
+
+// typesPrior is an earlier answer as the client resends it: its text, its call's id and path,
+// and the tool's result.
+type typesPrior struct{ text, callID, path, result string }
+
+// typesFormat is one inbound format: its route, its requests and the SDK types of its answer and
+// of its streamed events (names the generated TypeScript declares).
 type typesFormat struct {
 	name, path          string
 	answerType, eventTy string
-	// request returns the body of turn 1 (callID "") or turn 2, which resends turn 1 and the
-	// model's call callID with the tool's result.
-	request func(stream bool, callID string) string
+	// request returns the body that resends the user's message and the earlier answers with
+	// their tools' results.
+	request func(stream bool, prior []typesPrior) string
 }
 
 func jsonString(s string) string {
@@ -52,14 +57,22 @@ func jsonString(s string) string {
 	return string(b)
 }
 
+// pathArgs are the arguments of a read_file call, as a JSON object.
+func pathArgs(path string) string { return `{"path":` + jsonString(path) + `}` }
+
 var typesFormats = []typesFormat{
 	{
 		name: "chat", path: "/v1/chat/completions", answerType: "ChatAnswer", eventTy: "ChatEvent",
-		request: func(stream bool, callID string) string {
+		request: func(stream bool, prior []typesPrior) string {
 			msgs := `{"role":"user","content":` + jsonString(typesTurn1) + `}`
-			if callID != "" {
-				msgs += `,{"role":"assistant","content":null,"tool_calls":[{"id":` + jsonString(callID) + `,"type":"function","function":{"name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}}]}`
-				msgs += `,{"role":"tool","tool_call_id":` + jsonString(callID) + `,"content":` + jsonString(typesResult) + `}`
+			for _, p := range prior {
+				content := "null"
+				if p.text != "" {
+					content = jsonString(p.text)
+				}
+				msgs += `,{"role":"assistant","content":` + content + `,"tool_calls":[{"id":` + jsonString(p.callID) +
+					`,"type":"function","function":{"name":"read_file","arguments":` + jsonString(pathArgs(p.path)) + `}}]}`
+				msgs += `,{"role":"tool","tool_call_id":` + jsonString(p.callID) + `,"content":` + jsonString(p.result) + `}`
 			}
 			s := ""
 			if stream {
@@ -70,22 +83,29 @@ var typesFormats = []typesFormat{
 	},
 	{
 		name: "responses", path: "/v1/responses", answerType: "ResponsesAnswer", eventTy: "ResponsesEvent",
-		request: func(stream bool, callID string) string {
+		request: func(stream bool, prior []typesPrior) string {
 			input := `{"role":"user","content":` + jsonString(typesTurn1) + `}`
-			if callID != "" {
-				input += `,{"type":"function_call","call_id":` + jsonString(callID) + `,"name":"read_file","arguments":"{\"path\":\"notes.txt\"}"}`
-				input += `,{"type":"function_call_output","call_id":` + jsonString(callID) + `,"output":` + jsonString(typesResult) + `}`
+			for _, p := range prior {
+				if p.text != "" {
+					input += `,{"type":"message","role":"assistant","content":[{"type":"output_text","text":` + jsonString(p.text) + `}]}`
+				}
+				input += `,{"type":"function_call","call_id":` + jsonString(p.callID) + `,"name":"read_file","arguments":` + jsonString(pathArgs(p.path)) + `}`
+				input += `,{"type":"function_call_output","call_id":` + jsonString(p.callID) + `,"output":` + jsonString(p.result) + `}`
 			}
 			return `{"model":"hippocam-sim","input":[` + input + `],"tools":[{"type":"function","name":"read_file","parameters":` + typesSchema + `}],"stream":` + strconv.FormatBool(stream) + `}`
 		},
 	},
 	{
 		name: "messages", path: "/v1/messages", answerType: "MessagesAnswer", eventTy: "MessagesEvent",
-		request: func(stream bool, callID string) string {
+		request: func(stream bool, prior []typesPrior) string {
 			msgs := `{"role":"user","content":` + jsonString(typesTurn1) + `}`
-			if callID != "" {
-				msgs += `,{"role":"assistant","content":[{"type":"tool_use","id":` + jsonString(callID) + `,"name":"read_file","input":{"path":"notes.txt"}}]}`
-				msgs += `,{"role":"user","content":[{"type":"tool_result","tool_use_id":` + jsonString(callID) + `,"content":` + jsonString(typesResult) + `}]}`
+			for _, p := range prior {
+				blocks := ""
+				if p.text != "" {
+					blocks = `{"type":"text","text":` + jsonString(p.text) + `},`
+				}
+				msgs += `,{"role":"assistant","content":[` + blocks + `{"type":"tool_use","id":` + jsonString(p.callID) + `,"name":"read_file","input":` + pathArgs(p.path) + `}]}`
+				msgs += `,{"role":"user","content":[{"type":"tool_result","tool_use_id":` + jsonString(p.callID) + `,"content":` + jsonString(p.result) + `}]}`
 			}
 			return `{"model":"hippocam-sim","max_tokens":1024,"messages":[` + msgs + `],"tools":[{"name":"read_file","input_schema":` + typesSchema + `}],"stream":` + strconv.FormatBool(stream) + `}`
 		},
@@ -213,16 +233,21 @@ func captureAnswers(t *testing.T, target, root string) []typedValue {
 				mode, typ = "stream", f.eventTy
 			}
 			session := "types-" + f.name + "-" + mode
-			callID := ""
-			for turn := 1; turn <= 2; turn++ {
-				vs := exchange(t, root+f.path, session, f.request(stream, callID))
-				if turn == 1 {
-					if callID = firstCall(vs); callID == "" {
-						t.Fatalf("%s %s %s: the first turn called no tool:\n%s", target, f.name, mode, bytes.Join(vs, []byte("\n")))
+			var prior []typesPrior
+			for turn, step := range typesSteps {
+				vs := exchange(t, root+f.path, session, f.request(stream, prior))
+				if all := bytes.Join(vs, []byte("\n")); step.text != "" && !bytes.Contains(all, []byte(step.text)) {
+					t.Fatalf("%s %s %s: turn %d does not say %q:\n%s", target, f.name, mode, turn+1, step.text, all)
+				}
+				if step.path != "" {
+					callID := firstCall(vs)
+					if callID == "" {
+						t.Fatalf("%s %s %s: turn %d called no tool:\n%s", target, f.name, mode, turn+1, bytes.Join(vs, []byte("\n")))
 					}
+					prior = append(prior, typesPrior{step.text, callID, step.path, step.result})
 				}
 				for i, v := range vs {
-					label := fmt.Sprintf("%s %s %s turn %d", target, f.name, mode, turn)
+					label := fmt.Sprintf("%s %s %s turn %d", target, f.name, mode, turn+1)
 					if stream {
 						label += fmt.Sprintf(" event %d", i)
 					}
@@ -401,10 +426,7 @@ var typesNegatives = []struct {
 // proxy and from the simulated model alone, against the official SDKs' TypeScript types with
 // tsc --strict. It fails quoting tsc's errors, each with the answer it concerns.
 func TestAnswerTypes(t *testing.T) {
-	node := mustNodeHarness(t)
-	if _, err := os.Stat(filepath.Join(nodeHarness, "node_modules", "typescript", "bin", "tsc")); err != nil {
-		t.Fatalf("the harness's typescript is missing: %v", err)
-	}
+	node := mustNodeHarness(t) // typescript is one of the harness's pinned packages
 	upstream := simServer(t, nil)
 	p := startProxy(t, upstream.URL+"/v1")
 	values := captureAnswers(t, "proxy", p.root)
