@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -13,7 +14,9 @@ import (
 // How the client renders a hippocam.Request (Complete and Stream):
 //
 //   - Leading system messages become "system", one text block each. A system message later in
-//     the conversation becomes user text, since the format has no such turn.
+//     the conversation becomes a system turn in its place (its text as one block) when the
+//     request carries BetaMidConversationSystem among its Betas, else user text, since the
+//     format has no such turn without it.
 //   - Tool messages become tool_result blocks of a user turn (content the text, or the text and
 //     the parts as blocks; is_error when the message has a PartToolError part). Consecutive
 //     messages of one role share one turn, so tool results and the user text that follows them
@@ -70,7 +73,7 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		}
 		msgs = msgs[1:]
 	}
-	wr.Messages = c.turns(msgs)
+	wr.Messages = c.turns(msgs, slices.Contains(req.Betas, BetaMidConversationSystem))
 	if len(wr.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
 	}
@@ -102,16 +105,21 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	return wr, nil
 }
 
-// turns renders the conversation after the system prompt as user and assistant turns.
-func (c *Client) turns(msgs []hippocam.Message) []Message {
+// turns renders the conversation after the system prompt as user and assistant turns, and, when
+// systemTurns is set, its system messages as system turns in their place.
+func (c *Client) turns(msgs []hippocam.Message, systemTurns bool) []Message {
 	var out []Message
 	for i := range msgs {
 		m := &msgs[i]
-		switch m.Role {
-		case hippocam.RoleAssistant:
+		switch {
+		case m.Role == hippocam.RoleAssistant:
 			out = addTurn(out, roleAssistant, c.assistantBlocks(m))
-		case hippocam.RoleTool:
+		case m.Role == hippocam.RoleTool:
 			out = addTurn(out, roleUser, []Block{c.toolResult(m)})
+		case m.Role == hippocam.RoleSystem && systemTurns && len(out) > 0:
+			if !blank(m.Content) {
+				out = addTurn(out, roleSystem, []Block{{Type: BlockText, Text: m.Content}})
+			}
 		default:
 			out = addTurn(out, roleUser, c.userBlocks(m))
 		}

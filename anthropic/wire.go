@@ -9,13 +9,36 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // Version is the anthropic-version header the client sends.
 const Version = "2023-06-01"
+
+// BetaHeader is the header that names the optional API features a request uses, comma
+// separated; BetaMidConversationSystem is the feature that lets "messages" hold system turns
+// after the first user turn.
+const (
+	BetaHeader                = "Anthropic-Beta"
+	BetaMidConversationSystem = "mid-conversation-system-2026-04-07"
+)
+
+// Betas returns the feature names of the anthropic-beta headers in h, in order, each once.
+func Betas(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values(BetaHeader) {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" && !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
 
 // Content block types.
 const (
@@ -42,6 +65,7 @@ const (
 const (
 	roleUser       = "user"
 	roleAssistant  = "assistant"
+	roleSystem     = "system"
 	cacheEphemeral = "ephemeral"
 	messageType    = "message"
 	errorType      = "error"
