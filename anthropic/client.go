@@ -15,9 +15,10 @@ import (
 
 // Log keys.
 const (
-	logTool  = "tool"
-	logField = "field"
-	logPart  = "part"
+	logTool   = "tool"
+	logField  = "field"
+	logFormat = "format"
+	logPart   = "part"
 )
 
 // Client is a hippocam.Model backed by an Anthropic Messages endpoint. It is safe for

@@ -57,11 +57,11 @@ func opaqueBlock(typ string) bool {
 //     tool message carries its tool_result block's bytes, and a later user message the JSON
 //     array of its blocks, each block's exact bytes joined by commas.
 //   - Tools become hippocam.Tools (Parameters the exact bytes of input_schema); tool_choice
-//     becomes "auto", "required" (any), "none" or the tool's name, and
-//     disable_parallel_tool_use becomes "parallel_tool_calls": false in Extra.
-//   - Extra holds the members Hippocam does not interpret, verbatim: stop_sequences under the
-//     chat name "stop", all others (temperature, top_p, top_k, metadata, thinking,
-//     service_tier, unknown members) under their own names.
+//     becomes "auto", "required" (any), "none" or the tool's name, and a true
+//     disable_parallel_tool_use is kept in Extra as "disable_parallel_tool_use": true.
+//   - Extra holds the members Hippocam does not interpret, verbatim, under their own names
+//     (stop_sequences, temperature, top_p, top_k, metadata, thinking, service_tier, unknown
+//     members), for the upstream adapter to translate (Params).
 //
 // Cache-control marks are not kept: the upstream adapter places its own.
 //
@@ -94,13 +94,10 @@ func ReadRequest(body []byte) (*hippocam.Conversation, error) {
 	}
 	for k, v := range members {
 		switch k {
-		case "model", "max_tokens", "system", "messages", "tools", "tool_choice", "stream", "stop_sequences":
+		case "model", "max_tokens", "system", "messages", "tools", "tool_choice", "stream":
 		default:
 			extra[k] = v
 		}
-	}
-	if v, ok := members["stop_sequences"]; ok {
-		extra["stop"] = v
 	}
 	if len(extra) > 0 {
 		o := newObject()
@@ -553,7 +550,7 @@ func readToolChoice(m map[string]json.RawMessage, conv *hippocam.Conversation, e
 		return invalid(`tool_choice.type: must be "auto", "any", "tool" or "none", not %q`, tc.Type)
 	}
 	if tc.DisableParallelToolUse {
-		extra["parallel_tool_calls"] = json.RawMessage("false")
+		extra[disableParallel] = json.RawMessage("true")
 	}
 	return nil
 }

@@ -90,7 +90,7 @@ func TestReadRequest(t *testing.T) {
 	if conv.ToolChoice != "required" {
 		t.Errorf("tool choice %q, want required", conv.ToolChoice)
 	}
-	wantExtra := `{"container":"c-1","metadata":{"user_id":"u1"},"parallel_tool_calls":false,"stop":["END"],"temperature":0.50,"thinking":{"type":"enabled","budget_tokens":1024},"top_k":5}`
+	wantExtra := `{"container":"c-1","disable_parallel_tool_use":true,"metadata":{"user_id":"u1"},"stop_sequences":["END"],"temperature":0.50,"thinking":{"type":"enabled","budget_tokens":1024},"top_k":5}`
 	if string(conv.Extra) != wantExtra {
 		t.Errorf("extra:\n got %s\nwant %s", conv.Extra, wantExtra)
 	}

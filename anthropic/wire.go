@@ -63,28 +63,30 @@ const (
 
 // Names the package uses on the wire.
 const (
-	roleUser       = "user"
-	roleAssistant  = "assistant"
-	roleSystem     = "system"
-	cacheEphemeral = "ephemeral"
-	messageType    = "message"
-	errorType      = "error"
-	toolTypeCustom = "custom"
-	sourceBase64   = "base64"
-	sourceURL      = "url"
-	sourceText     = "text"
-	sourceFile     = "file"
-	mediaTypeText  = "text/plain"
-	toolChoiceAuto = "auto"
-	toolChoiceAny  = "any"
-	toolChoiceTool = "tool"
-	toolChoiceNone = "none"
-	deltaText      = "text_delta"
-	deltaInputJSON = "input_json_delta"
-	deltaThinking  = "thinking_delta"
-	deltaSignature = "signature_delta"
-	defaultSchema  = `{"type":"object"}`
-	emptyInput     = `{}`
+	roleUser      = "user"
+	roleAssistant = "assistant"
+	roleSystem    = "system"
+	// disableParallel is the Extra field that keeps tool_choice's disable_parallel_tool_use.
+	disableParallel = "disable_parallel_tool_use"
+	cacheEphemeral  = "ephemeral"
+	messageType     = "message"
+	errorType       = "error"
+	toolTypeCustom  = "custom"
+	sourceBase64    = "base64"
+	sourceURL       = "url"
+	sourceText      = "text"
+	sourceFile      = "file"
+	mediaTypeText   = "text/plain"
+	toolChoiceAuto  = "auto"
+	toolChoiceAny   = "any"
+	toolChoiceTool  = "tool"
+	toolChoiceNone  = "none"
+	deltaText       = "text_delta"
+	deltaInputJSON  = "input_json_delta"
+	deltaThinking   = "thinking_delta"
+	deltaSignature  = "signature_delta"
+	defaultSchema   = `{"type":"object"}`
+	emptyInput      = `{}`
 )
 
 // Streaming event types.
