@@ -112,11 +112,11 @@ func (t *Table) Apply(extra Fields, c Call) (Fields, []string) {
 	return out, dropped
 }
 
-// Markdown renders the table as a Markdown table of two columns, field and what it becomes,
-// rows in the table's order, then a row for the fields it does not list.
+// Markdown renders the table as a Markdown table of two columns, fields and what they become:
+// the rules in the table's order, consecutive rules that read alike sharing a row, then a row
+// for the fields the table does not list.
 func (t *Table) Markdown() string {
-	var b strings.Builder
-	b.WriteString("| field | sent as |\n| --- | --- |\n")
+	var fields, whats []string
 	for _, r := range t.Rules {
 		var what string
 		switch r.Action {
@@ -127,7 +127,16 @@ func (t *Table) Markdown() string {
 		default:
 			what = r.Becomes
 		}
-		fmt.Fprintf(&b, "| `%s` | %s |\n", r.Field, what)
+		if n := len(whats); n > 0 && whats[n-1] == what {
+			fields[n-1] += ", `" + r.Field + "`"
+			continue
+		}
+		fields, whats = append(fields, "`"+r.Field+"`"), append(whats, what)
+	}
+	var b strings.Builder
+	b.WriteString("| fields | sent as |\n| --- | --- |\n")
+	for i := range fields {
+		fmt.Fprintf(&b, "| %s | %s |\n", fields[i], whats[i])
 	}
 	if t.Unlisted() == Keep {
 		b.WriteString("| any other field | kept |\n")
