@@ -214,7 +214,6 @@ func TestMessagesMidConversationSystem(t *testing.T) {
 	}
 }
 
-
 // A system or developer message after the conversation began, in the chat and Responses
 // formats, is kept in its place: a chat upstream gets it as a system (or developer) message
 // there, an Anthropic upstream, without the beta, as user text there.

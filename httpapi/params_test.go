@@ -37,8 +37,8 @@ var samples = map[hippocam.Format]map[string]sample{
 		"parallel_tool_calls": {value: "false"}, "metadata": {value: `{"team":"a"}`}, "user": {value: `"u-2"`},
 		"service_tier": {value: `"auto"`}, "safety_identifier": {value: `"s-2"`}, "prompt_cache_key": {value: `"k-2"`},
 		"prompt_cache_retention": {value: `"in_memory"`},
-		"text":      {value: `{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}},"verbosity":"low"}`},
-		"reasoning": {value: `{"effort":"high","summary":"auto"}`}, "truncation": {value: `"auto"`},
+		"text":                   {value: `{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}},"verbosity":"low"}`},
+		"reasoning":              {value: `{"effort":"high","summary":"auto"}`}, "truncation": {value: `"auto"`},
 		"include": {value: `["reasoning.encrypted_content"]`}, "background": {value: "false"},
 		"conversation": {value: `"conv_1"`}, "prompt": {value: `{"id":"pmpt_1"}`}, "max_tool_calls": {value: "3"},
 		"top_logprobs": {value: "2"}, "client_metadata": {value: `{"x-codex-turn":"1"}`},
@@ -48,7 +48,7 @@ var samples = map[hippocam.Format]map[string]sample{
 		"stop_sequences": {value: `["END"]`}, "metadata": {value: `{"user_id":"u-3"}`},
 		"thinking": {value: `{"type":"enabled","budget_tokens":1024}`}, "service_tier": {value: `"standard_only"`},
 		"context_management": {value: `{"edits":[{"type":"clear_tool_uses_20250919"}]}`},
-		"output_config": {value: `{"effort":"high"}`}, "container": {value: `"c-1"`}, "mcp_servers": {value: `[]`},
+		"output_config":      {value: `{"effort":"high"}`}, "container": {value: `"c-1"`}, "mcp_servers": {value: `[]`},
 		"disable_parallel_tool_use": {value: "true", body: `"tool_choice":{"type":"auto","disable_parallel_tool_use":true}`},
 	},
 }
@@ -128,7 +128,9 @@ func TestParameterTables(t *testing.T) {
 // checkRow checks the upstream body got for the row r, whose field had the value v.
 func checkRow(t *testing.T, up hippocam.Format, r params.Rule, v string, got map[string]json.RawMessage) {
 	t.Helper()
-	same := func(a, b json.RawMessage) bool { return hippocam.CanonicalJSON(string(a)) == hippocam.CanonicalJSON(string(b)) }
+	same := func(a, b json.RawMessage) bool {
+		return hippocam.CanonicalJSON(string(a)) == hippocam.CanonicalJSON(string(b))
+	}
 	switch r.Action {
 	case params.Keep:
 		if !same(got[r.Field], json.RawMessage(v)) {

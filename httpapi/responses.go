@@ -305,4 +305,3 @@ func (s *Server) outputItem(ctx context.Context, tenant, id string) (json.RawMes
 	}
 	return nil, notFound
 }
-
