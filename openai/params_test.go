@@ -1,10 +1,13 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/hippocam/hippocam"
@@ -54,5 +57,21 @@ func TestRequestLimitAndEffort(t *testing.T) {
 		if b, _ := json.Marshal(got); hippocam.CanonicalJSON(string(b)) != c.want {
 			t.Errorf("%s: %s, want %s", c.model, b, c.want)
 		}
+	}
+}
+
+// A field another format's table leaves out is logged at debug level, with its name and format.
+func TestLeftOutFieldsLogged(t *testing.T) {
+	var logs bytes.Buffer
+	cl := MustClient(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, okAnswer) }, func(c *openai.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	req := userRequest("hi")
+	req.Extra, req.ExtraFormat = json.RawMessage(`{"client_metadata":{"a":"b"},"temperature":0.2}`), hippocam.FormatResponses
+	if _, err := cl.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "field=client_metadata format=openai.responses") || strings.Contains(out, "field=temperature") {
+		t.Errorf("logs:\n%s", out)
 	}
 }
