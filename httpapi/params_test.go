@@ -113,6 +113,9 @@ func TestParameterTables(t *testing.T) {
 					got := calls[len(calls)-1].body
 					checkRow(t, up, r, smp.value, got)
 				}
+				if len(rec.roleCalls()) == 0 {
+					t.Fatal("no call of Hippocam's own components was made")
+				}
 				for _, c := range rec.roleCalls() {
 					for k := range c.body {
 						if _, agents := samples[from][k]; agents && k != "max_tokens" {
