@@ -40,6 +40,13 @@ func Betas(h http.Header) []string {
 	return out
 }
 
+// The role of a system turn inside "messages", and the Extra field that keeps tool_choice's
+// disable_parallel_tool_use.
+const (
+	roleSystem      = "system"
+	disableParallel = "disable_parallel_tool_use"
+)
+
 // Content block types.
 const (
 	BlockText             = "text"
@@ -63,30 +70,27 @@ const (
 
 // Names the package uses on the wire.
 const (
-	roleUser      = "user"
-	roleAssistant = "assistant"
-	roleSystem    = "system"
-	// disableParallel is the Extra field that keeps tool_choice's disable_parallel_tool_use.
-	disableParallel = "disable_parallel_tool_use"
-	cacheEphemeral  = "ephemeral"
-	messageType     = "message"
-	errorType       = "error"
-	toolTypeCustom  = "custom"
-	sourceBase64    = "base64"
-	sourceURL       = "url"
-	sourceText      = "text"
-	sourceFile      = "file"
-	mediaTypeText   = "text/plain"
-	toolChoiceAuto  = "auto"
-	toolChoiceAny   = "any"
-	toolChoiceTool  = "tool"
-	toolChoiceNone  = "none"
-	deltaText       = "text_delta"
-	deltaInputJSON  = "input_json_delta"
-	deltaThinking   = "thinking_delta"
-	deltaSignature  = "signature_delta"
-	defaultSchema   = `{"type":"object"}`
-	emptyInput      = `{}`
+	roleUser       = "user"
+	roleAssistant  = "assistant"
+	cacheEphemeral = "ephemeral"
+	messageType    = "message"
+	errorType      = "error"
+	toolTypeCustom = "custom"
+	sourceBase64   = "base64"
+	sourceURL      = "url"
+	sourceText     = "text"
+	sourceFile     = "file"
+	mediaTypeText  = "text/plain"
+	toolChoiceAuto = "auto"
+	toolChoiceAny  = "any"
+	toolChoiceTool = "tool"
+	toolChoiceNone = "none"
+	deltaText      = "text_delta"
+	deltaInputJSON = "input_json_delta"
+	deltaThinking  = "thinking_delta"
+	deltaSignature = "signature_delta"
+	defaultSchema  = `{"type":"object"}`
+	emptyInput     = `{}`
 )
 
 // Streaming event types.
