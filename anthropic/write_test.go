@@ -280,3 +280,56 @@ func TestWriteThenRead(t *testing.T) {
 		t.Errorf("read back %+v", got)
 	}
 }
+
+// Every event of a stream carries the members the official SDKs' types require, null where
+// Hippocam has nothing to report.
+func TestWriteStreamMembers(t *testing.T) {
+	rec := httptest.NewRecorder()
+	answer := &hippocam.Message{Content: "hi", ToolCalls: []hippocam.ToolCall{{ID: "t1", Name: "read", Arguments: `{}`}}}
+	if err := anthropic.WriteStream(rec, "m", "msg_k", answer, "tool_calls", hippocam.CallUsage{Input: 5, Output: 2}); err != nil {
+		t.Fatal(err)
+	}
+	usage := []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "output_tokens_details", "server_tool_use"}
+	checks := []struct {
+		event, block string // block: the content block's type, for content_block_start
+		path         []string
+		members      []string
+	}{
+		{"message_start", "", []string{"message"}, []string{"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "stop_details", "container", "diagnostics", "usage"}},
+		{"message_start", "", []string{"message", "usage"}, append([]string{"cache_creation", "service_tier", "inference_geo", "speed"}, usage...)},
+		{"content_block_start", "text", []string{"content_block"}, []string{"type", "text", "citations"}},
+		{"content_block_start", "tool_use", []string{"content_block"}, []string{"type", "id", "name", "input", "caller"}},
+		{"message_delta", "", []string{"delta"}, []string{"stop_reason", "stop_sequence", "stop_details", "container"}},
+		{"message_delta", "", []string{"usage"}, usage},
+	}
+	seen := make([]bool, len(checks))
+	for _, e := range parseSSE(t, rec.Body.String()) {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(e.data), &v); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range checks {
+			if c.event != e.name {
+				continue
+			}
+			obj := v
+			for _, k := range c.path {
+				obj, _ = obj[k].(map[string]any)
+			}
+			if c.block != "" && obj["type"] != c.block {
+				continue
+			}
+			seen[i] = true
+			for _, m := range c.members {
+				if _, ok := obj[m]; !ok {
+					t.Errorf("%s %s has no %q: %s", c.event, strings.Join(c.path, "."), m, e.data)
+				}
+			}
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("no %s event with %s", checks[i].event, strings.Join(checks[i].path, "."))
+		}
+	}
+}
