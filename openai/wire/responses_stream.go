@@ -253,10 +253,7 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 			break
 		}
 	}
-	r.Tools = make([]ResponsesTool, 0, len(conv.Tools))
-	for _, t := range conv.Tools {
-		r.Tools = append(r.Tools, ResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.Parameters})
-	}
+	r.Tools = echoTools(conv.Tools)
 	switch conv.ToolChoice {
 	case "":
 		r.ToolChoice = json.RawMessage(`"auto"`)
@@ -291,6 +288,23 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 	if v, ok := extra["truncation"]; ok {
 		_ = json.Unmarshal(v, &r.Truncation)
 	}
+}
+
+// echoTools is a request's tools as a response repeats them: each as it was sent when its bytes
+// are known (a namespace once for all its tools), else as a function.
+func echoTools(tools []hippocam.Tool) []ResponsesTool {
+	out := make([]ResponsesTool, 0, len(tools))
+	for i, t := range tools {
+		if len(t.Raw) == 0 || t.Format != hippocam.FormatResponses {
+			out = append(out, ResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+			continue
+		}
+		if t.Namespace != "" && i > 0 && tools[i-1].Namespace == t.Namespace && string(tools[i-1].Raw) == string(t.Raw) {
+			continue // the namespace is already there
+		}
+		out = append(out, ResponsesTool{Raw: t.Raw})
+	}
+	return out
 }
 
 // messageItemID and callItemID derive output item ids from the response id: the n-th message
