@@ -63,7 +63,7 @@ func TestReadResponsesToolKinds(t *testing.T) {
 // TestReadResponsesToolChoices reads every form of tool_choice the API accepts.
 func TestReadResponsesToolChoices(t *testing.T) {
 	for choice, want := range map[string]string{
-		`"required"`: "required",
+		`"required"`:                                            "required",
 		`{"type":"function","name":"f"}`:                        "f",
 		`{"type":"custom","name":"apply_patch"}`:                "apply_patch",
 		`{"type":"allowed_tools","mode":"required","tools":[]}`: "required",
