@@ -1,6 +1,7 @@
 package wire_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -122,5 +123,49 @@ func TestReadResponsesToolItems(t *testing.T) {
 	}
 	if !strings.Contains(show(m[8]), "again") {
 		t.Errorf("last message %s", show(m[8]))
+	}
+}
+
+// TestResponseToolCallItems writes a namespaced function call and a custom tool call, whole and
+// streamed: the items carry the namespace, a custom call its input, and the stream the events
+// of each item type.
+func TestResponseToolCallItems(t *testing.T) {
+	answer := &hippocam.Message{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{
+		{ID: "c1", Name: "search", Namespace: "mcp__docs__", Arguments: `{"query":"x"}`},
+		{ID: "c2", Name: "apply_patch", Kind: hippocam.ToolCustom, Arguments: "*** Begin Patch\n"},
+	}}
+	resp := wire.NewResponse("r1", "m", 0, answer, hippocam.CallUsage{}, "")
+	b, _ := json.Marshal(resp.Output)
+	want := `[{"id":"fc_r1_0","type":"function_call","status":"completed","arguments":"{\"query\":\"x\"}","call_id":"c1","name":"search","namespace":"mcp__docs__"},` +
+		`{"id":"fc_r1_1","type":"custom_tool_call","status":"completed","call_id":"c2","input":"*** Begin Patch\n","name":"apply_patch"}]`
+	if string(b) != want {
+		t.Fatalf("output\n%s\nwant\n%s", b, want)
+	}
+	var buf bytes.Buffer
+	if err := wire.WriteResponseStream(&buf, &resp); err != nil {
+		t.Fatal(err)
+	}
+	events, err := wire.ReadResponseEvents(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, ev := range events {
+		types = append(types, ev.Type)
+		if ev.Type == "response.custom_tool_call_input.done" && (ev.Input == nil || *ev.Input != "*** Begin Patch\n") {
+			t.Errorf("custom_tool_call_input.done carries %v", ev.Input)
+		}
+		if ev.Type == "response.output_item.done" && ev.Item.Type == "function_call" && ev.Item.Namespace != "mcp__docs__" {
+			t.Errorf("function call item done without its namespace: %+v", ev.Item)
+		}
+	}
+	got := strings.Join(types, " ")
+	for _, w := range []string{
+		"response.output_item.added response.function_call_arguments.delta response.function_call_arguments.done response.output_item.done",
+		"response.output_item.added response.custom_tool_call_input.delta response.custom_tool_call_input.done response.output_item.done response.completed",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("events %q lack %q", got, w)
+		}
 	}
 }
