@@ -19,7 +19,12 @@ import (
 //     messages of one role share one turn, so tool results and the user text that follows them
 //     travel together, the tool results first, as the format requires.
 //   - Assistant messages become their thinking parts, their text, their other parts and a
-//     tool_use block per call (input the arguments, or {} when they are not a JSON object).
+//     tool_use block per call (input the arguments, or {} when they are not a JSON object; a
+//     call of a namespaced or custom tool as hippocam.UpstreamCall writes it).
+//   - Tools as hippocam.UpstreamTool gives them: functions (a namespaced one under its flat name,
+//     a custom one with a single string parameter), Anthropic's own tools as they were sent, the
+//     tools of other providers left out; calls in the answer are given back with
+//     hippocam.RestoreCalls.
 //   - Parts become blocks: a part that came in Anthropic's format is sent as its bytes (without
 //     any cache-control mark); images and files of other formats are built from their media
 //     type and data, URL or file id; parts that cannot be rendered are dropped and logged.
@@ -75,13 +80,21 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
 	}
 	for _, t := range req.Tools {
-		schema := t.Parameters
+		u, ok := hippocam.UpstreamTool(t, hippocam.FormatAnthropic)
+		if !ok {
+			continue
+		}
+		if len(u.Raw) > 0 {
+			wr.Tools = append(wr.Tools, Tool{Type: u.Type, Name: u.Name, Raw: u.Raw})
+			continue
+		}
+		schema := u.Parameters
 		if firstByte(schema) != '{' {
 			schema = json.RawMessage(defaultSchema)
 		}
-		wr.Tools = append(wr.Tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		wr.Tools = append(wr.Tools, Tool{Name: u.Name, Description: u.Description, InputSchema: schema})
 	}
-	switch req.ToolChoice {
+	switch choice := hippocam.UpstreamToolChoice(req.Tools, req.ToolChoice, hippocam.FormatAnthropic); choice {
 	case "":
 	case "auto":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAuto}
@@ -90,7 +103,7 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	case "required":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAny}
 	default:
-		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: req.ToolChoice}
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: choice}
 	}
 	c.applyExtra(wr, extra)
 	if wr.MaxTokens <= 0 {
@@ -179,6 +192,7 @@ func (c *Client) assistantBlocks(m *hippocam.Message) []Block {
 	}
 	blocks = append(blocks, c.partBlocks(m.Parts, func(t string) bool { return !isThinking(t) })...)
 	for _, call := range m.ToolCalls {
+		call = hippocam.UpstreamCall(call)
 		blocks = append(blocks, Block{Type: BlockToolUse, ID: call.ID, Name: call.Name, Input: c.toolInput(call)})
 	}
 	return blocks

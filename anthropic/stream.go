@@ -57,7 +57,11 @@ func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn f
 		}
 		return nil, err
 	}
-	return asm.response()
+	resp, err := asm.response()
+	if err == nil {
+		hippocam.RestoreCalls(req.Tools, hippocam.FormatAnthropic, &resp.Message)
+	}
+	return resp, err
 }
 
 // callbackError carries an error of CompleteStream's callback through the event reader. It has

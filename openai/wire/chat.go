@@ -146,11 +146,13 @@ type FunctionCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// ToolDef declares a tool in a request.
+// ToolDef declares a tool in a request. Raw, when set, is a tool of another type than function
+// as the client sent it, written back byte for byte.
 type ToolDef struct {
-	Type     string      `json:"type"`
-	Function FunctionDef `json:"function"`
-	Extra    Extra       `json:"-"`
+	Type     string          `json:"type"`
+	Function FunctionDef     `json:"function"`
+	Extra    Extra           `json:"-"`
+	Raw      json.RawMessage `json:"-"`
 }
 
 type toolDef ToolDef
@@ -172,8 +174,11 @@ func (t *ToolDef) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes Extra back.
+// MarshalJSON writes Raw when set, otherwise the tool with its Extra.
 func (t ToolDef) MarshalJSON() ([]byte, error) {
+	if len(t.Raw) > 0 {
+		return t.Raw, nil
+	}
 	e := encoder{b: make([]byte, 0, toolDefSize(&t))}
 	if e.toolDef(&t, true) {
 		return e.b, nil

@@ -89,9 +89,52 @@ func FromMessage(m *hippocam.Message) ChatMessage {
 	return c
 }
 
-// FromTool converts a domain tool to a wire tool definition.
+// FromTool converts a domain tool to a wire tool definition: its Raw bytes when it has them, else
+// a function.
 func FromTool(t *hippocam.Tool) ToolDef {
+	if len(t.Raw) > 0 {
+		return ToolDef{Type: t.Type, Raw: t.Raw}
+	}
 	return ToolDef{Type: "function", Function: FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+}
+
+// forChat returns r as a chat-completions upstream receives it (hippocam.UpstreamTool): its
+// tools that reach such an upstream, under their upstream names; its tool choice naming those;
+// its messages' calls of namespaced and custom tools as hippocam.UpstreamCall writes them. r is
+// returned itself when nothing changes.
+func forChat(r *hippocam.Request) *hippocam.Request {
+	special := hippocam.SpecialCalls(r.Messages)
+	plain := !special
+	for i := range r.Tools {
+		if t := &r.Tools[i]; t.Kind != hippocam.ToolFunction || t.Namespace != "" || len(t.Raw) > 0 {
+			plain = false
+		}
+	}
+	if plain {
+		return r
+	}
+	out := *r
+	out.Tools = nil
+	for _, t := range r.Tools {
+		if u, ok := hippocam.UpstreamTool(t, hippocam.FormatChat); ok {
+			out.Tools = append(out.Tools, u)
+		}
+	}
+	out.ToolChoice = hippocam.UpstreamToolChoice(r.Tools, r.ToolChoice, hippocam.FormatChat)
+	if special {
+		out.Messages = make([]hippocam.Message, len(r.Messages))
+		for i, m := range r.Messages {
+			if len(m.ToolCalls) > 0 {
+				calls := make([]hippocam.ToolCall, len(m.ToolCalls))
+				for j, c := range m.ToolCalls {
+					calls[j] = hippocam.UpstreamCall(c)
+				}
+				m.ToolCalls = calls
+			}
+			out.Messages[i] = m
+		}
+	}
+	return &out
 }
 
 // ToTool converts a wire tool definition to a domain tool.
@@ -99,8 +142,10 @@ func ToTool(d ToolDef) hippocam.Tool {
 	return hippocam.Tool{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
 }
 
-// FromRequest builds the wire body of a domain request.
+// FromRequest builds the wire body of a domain request, as a chat-completions upstream receives
+// it (see forChat).
 func FromRequest(model string, r *hippocam.Request) (ChatRequest, error) {
+	r = forChat(r)
 	req := ChatRequest{Model: model}
 	if len(r.Extra) > 0 {
 		if err := json.Unmarshal(r.Extra, &req.Extra); err != nil {

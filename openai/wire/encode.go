@@ -194,6 +194,9 @@ func (e *encoder) toolCall(c *ToolCall) {
 }
 
 func (e *encoder) toolDef(t *ToolDef, top bool) bool {
+	if len(t.Raw) > 0 {
+		return e.raw(t.Raw)
+	}
 	e.b = append(e.b, `{"type":`...)
 	e.str(t.Type)
 	f := &t.Function
