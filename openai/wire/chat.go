@@ -131,13 +131,28 @@ func StringContent(s string) json.RawMessage {
 	return b
 }
 
-// ToolCall is a function call in an assistant message.
+// ToolCall is a call in an assistant message: of a function (Function), or of a custom tool
+// (Type "custom", Custom; Function is then not written).
 type ToolCall struct {
 	// Index is set only in streamed deltas.
 	Index    *int         `json:"index,omitempty"`
 	ID       string       `json:"id,omitempty"`
 	Type     string       `json:"type,omitempty"`
 	Function FunctionCall `json:"function"`
+	Custom   *CustomCall  `json:"custom,omitempty"`
+}
+
+// CustomCall names the custom tool called and carries its free-text input.
+type CustomCall struct {
+	Name  string `json:"name"`
+	Input string `json:"input"`
+}
+
+// MarshalJSON writes a function call, or a custom call without the function member.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	e := encoder{}
+	e.toolCall(&c)
+	return e.b, nil
 }
 
 // FunctionCall names the function and carries its JSON arguments as a string.

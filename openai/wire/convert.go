@@ -28,6 +28,9 @@ func ToMessage(c ChatMessage) (hippocam.Message, error) {
 		m.ToolCalls = make([]hippocam.ToolCall, len(c.ToolCalls))
 		for i, tc := range c.ToolCalls {
 			m.ToolCalls[i] = hippocam.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+			if tc.Custom != nil {
+				m.ToolCalls[i] = hippocam.ToolCall{ID: tc.ID, Name: tc.Custom.Name, Arguments: tc.Custom.Input, Kind: hippocam.ToolCustom}
+			}
 		}
 	}
 	otherContent := len(c.Content) > 0 && c.Content[0] != '"'
@@ -51,14 +54,20 @@ func ToMessage(c ChatMessage) (hippocam.Message, error) {
 	return m, nil
 }
 
-// FromMessage converts a domain message to the wire, restoring the fields kept in Extra.
+// FromMessage converts a domain message to the wire, restoring the fields kept in Extra. A call
+// of a custom tool is a custom call; a call of a namespaced tool goes by its flat name, since
+// chat completions has no namespaces.
 func FromMessage(m *hippocam.Message) ChatMessage {
 	c := ChatMessage{Role: string(m.Role), ToolCallID: m.ToolCallID}
 	if m.Content != "" || len(m.ToolCalls) == 0 {
 		c.Content = StringContent(m.Content)
 	}
 	for _, tc := range m.ToolCalls {
-		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		if tc.Kind == hippocam.ToolCustom {
+			c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "custom", Custom: &CustomCall{Name: hippocam.FlatName(tc.Namespace, tc.Name), Input: tc.Arguments}})
+			continue
+		}
+		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: hippocam.FlatName(tc.Namespace, tc.Name), Arguments: tc.Arguments}})
 	}
 	if len(m.Parts) > 0 && !hasContentExtra(m.Extra) {
 		c.Content = partsContent(m)
