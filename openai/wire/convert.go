@@ -193,7 +193,13 @@ func ToRequest(req *ChatRequest) ([]hippocam.Message, []hippocam.Tool, error) {
 		msgs = append(msgs, m)
 	}
 	tools := make([]hippocam.Tool, 0, len(req.Tools))
-	for _, d := range req.Tools {
+	for i, d := range req.Tools {
+		if d.Type != "" && d.Type != "function" {
+			if t, err := otherTool(i, d); err == nil {
+				tools = append(tools, t)
+			}
+			continue
+		}
 		tools = append(tools, ToTool(d))
 	}
 	return msgs, tools, nil
