@@ -14,7 +14,8 @@ import (
 
 // PartReasoning is the type of the hippocam.Part that carries a Responses reasoning item. Such an
 // item is opaque to Hippocam (its content may be encrypted); it rides, byte for byte in Raw, on
-// the assistant message that it preceded.
+// the assistant message that it preceded. The items of provider tools ride the same way, as
+// parts of their own item type.
 const PartReasoning = "reasoning"
 
 // ResponsesRequest is the body of POST /v1/responses. Input, Instructions and ToolChoice are kept
@@ -166,11 +167,16 @@ type InputAudio struct {
 // it joins the assistant message before it, or else becomes an assistant message of its own with
 // only that part. See Conversation for the request fields.
 //
+// Items of other types than message, function_call, custom_tool_call and their outputs
+// (reasoning, web_search_call, mcp_call, compaction…) are kept opaque, byte for byte: like a
+// reasoning item, each rides as a Part of its own type on the assistant turn it belongs to.
+//
 // It returns EINVALID, naming where (e.g. `input[3].content[0]: unknown content part type
 // "nonsense"`), for text CheckText refuses, a body that is not a JSON object of the right shape,
-// an empty input, unknown item, part or tool types, unknown roles, a function tool without a
-// name, a function_call without call_id or name, a function_call_output without call_id or
-// output, an item_reference, and a tool_choice other than auto, none, required or a function.
+// an empty input, unknown part types, unknown roles, a tool without a type, a function or
+// custom tool without a name, a namespace without a name or holding other tools, a call item
+// without call_id or name, an output item without call_id or output, an item_reference, and a
+// tool_choice that is an unknown string or an object without a type or a needed name.
 func ReadResponsesRequest(body []byte) (*hippocam.Conversation, error) {
 	if err := hippocam.CheckText(body); err != nil {
 		return nil, err
