@@ -328,3 +328,43 @@ func TestServerToolToChatUpstream(t *testing.T) {
 		t.Errorf("answer %s", rep.body)
 	}
 }
+
+// TestNamespacedCallThroughSim has the simulated model (a chat upstream) call a tool of a
+// Responses namespace by its flat name: the client gets the call under the tool's own name
+// with its namespace.
+func TestNamespacedCallThroughSim(t *testing.T) {
+	s := newServer(t, 60000, nil)
+	body := `{"model":"m","input":"!call mcp__docs__search {\"query\":\"x\"}","tools":[{"type":"namespace","name":"mcp__docs__","description":"Docs.",` +
+		`"tools":[{"type":"function","name":"search","parameters":{"type":"object","properties":{"query":{"type":"string"}}}}]},{"type":"web_search"}]}`
+	rep := s.do(t, "POST", "/v1/responses", "", "sim-ns", []byte(body))
+	if rep.status != http.StatusOK {
+		t.Fatalf("status %d: %s", rep.status, rep.body)
+	}
+	var resp wire.Response
+	rep.json(t, &resp)
+	last := resp.Output[len(resp.Output)-1]
+	if last.Type != "function_call" || last.Name != "search" || last.Namespace != "mcp__docs__" || last.Arguments != `{"query":"x"}` {
+		t.Errorf("the call came back as %+v", last)
+	}
+}
+
+// TestChatCustomToolThroughChatUpstream offers a chat client's custom tool to a chat upstream as
+// a function and gives the call back to the client as a custom call, whole and streamed.
+func TestChatCustomToolThroughChatUpstream(t *testing.T) {
+	call := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+		`{"id":"call_1","type":"function","function":{"name":"apply_patch","arguments":"{\"input\":\"*** Begin Patch\"}"}}]},"finish_reason":"tool_calls"}],` +
+		`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`
+	up := newScripted(t, call)
+	s := newFormatServer(t, up, hippocam.FormatChat)
+	body := `{"model":"m","messages":[{"role":"user","content":"patch it"}],"tools":[{"type":"custom","custom":{"name":"apply_patch","description":"Edit files."}}]}`
+	rep := s.do(t, "POST", "/v1/chat/completions", "", "chat-custom", []byte(body))
+	if rep.status != http.StatusOK {
+		t.Fatalf("status %d: %s", rep.status, rep.body)
+	}
+	if want := `{"id":"call_1","type":"custom","custom":{"name":"apply_patch","input":"*** Begin Patch"}}`; !bytes.Contains(rep.body, []byte(want)) {
+		t.Errorf("answer lacks %s: %s", want, rep.body)
+	}
+	if tools := string(up.body(t, 0)["tools"]); !strings.Contains(tools, `{"type":"function","function":{"name":"apply_patch","description":"Edit files.`) {
+		t.Errorf("upstream tools %s", tools)
+	}
+}

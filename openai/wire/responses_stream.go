@@ -276,7 +276,14 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 	case "auto", "none", "required":
 		r.ToolChoice, _ = json.Marshal(conv.ToolChoice)
 	default:
-		r.ToolChoice, _ = json.Marshal(map[string]string{"type": "function", "name": conv.ToolChoice})
+		typ := "function"
+		for _, t := range conv.Tools {
+			if t.Name == conv.ToolChoice && t.Kind == hippocam.ToolCustom {
+				typ = "custom"
+				break
+			}
+		}
+		r.ToolChoice, _ = json.Marshal(map[string]string{"type": typ, "name": conv.ToolChoice})
 	}
 	if conv.MaxTokens > 0 {
 		n := conv.MaxTokens

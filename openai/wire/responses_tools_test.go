@@ -59,6 +59,9 @@ func TestReadResponsesToolKinds(t *testing.T) {
 	if string(b) != wantTools {
 		t.Errorf("echoed tools\n%s\nwant\n%s", b, wantTools)
 	}
+	if string(resp.ToolChoice) != `{"name":"apply_patch","type":"custom"}` {
+		t.Errorf("echoed tool_choice %s", resp.ToolChoice)
+	}
 }
 
 // TestReadResponsesToolChoices reads every form of tool_choice the API accepts.
