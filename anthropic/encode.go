@@ -184,8 +184,13 @@ func (c *Client) userBlocks(m *hippocam.Message) []Block {
 	return blocks
 }
 
-// assistantBlocks renders an assistant message: thinking, text, other parts, tool calls.
+// assistantBlocks renders an assistant message: thinking, text, other parts, tool calls; or, for
+// one that came in this format with the blocks of a server tool, its blocks in their own order
+// (serverTurn).
 func (c *Client) assistantBlocks(m *hippocam.Message) []Block {
+	if blocks, ok := serverTurn(m); ok {
+		return blocks
+	}
 	blocks := c.partBlocks(m.Parts, isThinking)
 	if !blank(m.Content) {
 		blocks = append(blocks, Block{Type: BlockText, Text: m.Content})
@@ -196,6 +201,44 @@ func (c *Client) assistantBlocks(m *hippocam.Message) []Block {
 		blocks = append(blocks, Block{Type: BlockToolUse, ID: call.ID, Name: call.Name, Input: c.toolInput(call)})
 	}
 	return blocks
+}
+
+// serverTurn returns the blocks of an assistant message that came in this format and holds the
+// blocks of a server tool (server_tool_use, web_search_tool_result…), in the order they were
+// sent (without cache marks or text blocks of only white space): the answer's text came after
+// the results it cites, and a turn rebuilt in Hippocam's order would put it before them. It
+// reports false for any other message.
+func serverTurn(m *hippocam.Message) ([]Block, bool) {
+	if m.Origin == nil || m.Origin.Format != hippocam.FormatAnthropic {
+		return nil, false
+	}
+	server := false
+	for _, p := range m.Parts {
+		if p.Format == hippocam.FormatAnthropic && !isThinking(p.Type) && p.Type != hippocam.PartImage && p.Type != hippocam.PartFile && p.Type != PartToolError {
+			server = true
+		}
+	}
+	if !server {
+		return nil, false
+	}
+	var msg struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal([]byte(m.Origin.Raw), &msg) != nil || len(msg.Content) == 0 {
+		return nil, false
+	}
+	var blocks []Block
+	for _, raw := range msg.Content {
+		b, ok := rawBlock(hippocam.Part{Format: hippocam.FormatAnthropic, Raw: string(raw)})
+		if !ok {
+			return nil, false
+		}
+		if b.Type == BlockText && blank(b.Text) {
+			continue
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, true
 }
 
 // toolResult renders a tool message as a tool_result block.

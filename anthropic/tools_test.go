@@ -106,3 +106,33 @@ func TestClientToolKinds(t *testing.T) {
 		t.Errorf("last tool not marked for the cache:\n%s", body)
 	}
 }
+
+// TestClientServerToolTurn sends an assistant turn that used a server tool in its own block
+// order: the text that cites the search results after them.
+func TestClientServerToolTurn(t *testing.T) {
+	history := `{"model":"m","max_tokens":100,"tools":[` + webSearchTool + `],"messages":[{"role":"user","content":"weather?"},` +
+		`{"role":"assistant","content":[{"type":"text","text":"Searching."},` +
+		`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"weather"}},` +
+		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://w.example","title":"W","encrypted_content":"e"}]},` +
+		`{"type":"text","text":"Sunny.","citations":[{"type":"web_search_result_location","url":"https://w.example","title":"W","encrypted_index":"i","cited_text":"sun"}]}]},` +
+		`{"role":"user","content":"thanks"}]}`
+	conv, err := anthropic.ReadRequest([]byte(history))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := newUpstream(t, reply(200, okAnswer))
+	c := newClient(t, up.srv.URL, func(cfg *anthropic.Config) { cfg.NoPromptCache = true })
+	if _, err := c.Complete(t.Context(), &hippocam.Request{Tools: conv.Tools, Messages: conv.Messages}); err != nil {
+		t.Fatal(err)
+	}
+	body := string(up.bodies[0])
+	order := []string{`"text":"Searching."`, `"type":"server_tool_use"`, `"type":"web_search_tool_result"`, `"text":"Sunny."`, `"cited_text":"sun"`}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(body[at:], w)
+		if i < 0 {
+			t.Fatalf("the assistant turn lacks %s after byte %d, or has it out of order:\n%s", w, at, body)
+		}
+		at += i
+	}
+}
