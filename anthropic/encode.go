@@ -212,13 +212,7 @@ func serverTurn(m *hippocam.Message) ([]Block, bool) {
 	if m.Origin == nil || m.Origin.Format != hippocam.FormatAnthropic {
 		return nil, false
 	}
-	server := false
-	for _, p := range m.Parts {
-		if p.Format == hippocam.FormatAnthropic && !isThinking(p.Type) && p.Type != hippocam.PartImage && p.Type != hippocam.PartFile && p.Type != PartToolError {
-			server = true
-		}
-	}
-	if !server {
+	if !serverBlocks(m.Parts) {
 		return nil, false
 	}
 	var msg struct {
@@ -239,6 +233,17 @@ func serverTurn(m *hippocam.Message) ([]Block, bool) {
 		blocks = append(blocks, b)
 	}
 	return blocks, true
+}
+
+// serverBlocks reports whether parts hold a block of a server tool: a block in this format that
+// is neither thinking nor an image, a document or the tool-error marker.
+func serverBlocks(parts []hippocam.Part) bool {
+	for _, p := range parts {
+		if p.Format == hippocam.FormatAnthropic && !isThinking(p.Type) && p.Type != hippocam.PartImage && p.Type != hippocam.PartFile && p.Type != PartToolError {
+			return true
+		}
+	}
+	return false
 }
 
 // toolResult renders a tool message as a tool_result block.

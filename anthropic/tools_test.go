@@ -2,6 +2,8 @@ package anthropic_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -134,5 +136,41 @@ func TestClientServerToolTurn(t *testing.T) {
 			t.Fatalf("the assistant turn lacks %s after byte %d, or has it out of order:\n%s", w, at, body)
 		}
 		at += i
+	}
+}
+
+// TestStreamedServerToolAnswer assembles a streamed answer that used a server tool: its blocks
+// are kept, in order, as its origin, text and tool input assembled from their deltas.
+func TestStreamedServerToolAnswer(t *testing.T) {
+	events := strings.Join([]string{
+		`event: message_start` + "\n" + `data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"usage":{"input_tokens":5,"output_tokens":0}}}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"w\"}"}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":0}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":1}`,
+		`event: content_block_start` + "\n" + `data: {"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}`,
+		`event: content_block_delta` + "\n" + `data: {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"Sunny."}}`,
+		`event: content_block_stop` + "\n" + `data: {"type":"content_block_stop","index":2}`,
+		`event: message_delta` + "\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}`,
+		`event: message_stop` + "\n" + `data: {"type":"message_stop"}`,
+	}, "\n\n") + "\n\n"
+	up := newUpstream(t, func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, events)
+	})
+	c := newClient(t, up.srv.URL)
+	resp, err := c.CompleteStream(t.Context(), userRequest("weather?"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := resp.Message.Origin
+	if o == nil || !json.Valid([]byte(o.Raw)) {
+		t.Fatalf("origin %+v", o)
+	}
+	for _, want := range []string{`"type":"server_tool_use"`, `"query":"w"`, `"type":"web_search_tool_result"`, `"text":"Sunny."`} {
+		if !strings.Contains(o.Raw, want) {
+			t.Errorf("origin lacks %s: %s", want, o.Raw)
+		}
 	}
 }

@@ -280,8 +280,8 @@ func TestServerToolToAnthropicUpstream(t *testing.T) {
 	answer := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[` +
 		`{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"weather Paris"}},` +
 		`{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://weather.example/paris","title":"Paris","encrypted_content":"abc","page_age":null}]},` +
-		`{"type":"text","text":"It is sunny."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":20,"output_tokens":5,"server_tool_use":{"web_search_requests":1}}}`
-	up := newScripted(t, answer)
+		`{"type":"text","text":"It is "},{"type":"text","text":"sunny.","citations":[{"type":"web_search_result_location","url":"https://weather.example/paris","title":"Paris","encrypted_index":"x","cited_text":"sun"}]}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":20,"output_tokens":5,"server_tool_use":{"web_search_requests":1}}}`
+	up := newScripted(t, answer, okMessage)
 	s := newFormatServer(t, up, hippocam.FormatAnthropic)
 	rep := s.do(t, "POST", "/v1/messages", "", "claude", []byte(webSearchRequest))
 	if rep.status != http.StatusOK {
@@ -297,12 +297,40 @@ func TestServerToolToAnthropicUpstream(t *testing.T) {
 	if string(sent["tool_choice"]) != `{"type":"tool","name":"web_search"}` {
 		t.Errorf("tool_choice %s", sent["tool_choice"])
 	}
-	for _, want := range []string{`"type":"server_tool_use"`, `"type":"web_search_tool_result"`, `It is sunny.`} {
+	for _, want := range []string{`"type":"server_tool_use"`, `"type":"web_search_tool_result"`, `It is `, `sunny.`} {
 		if !bytes.Contains(rep.body, []byte(want)) {
 			t.Errorf("answer lacks %s: %s", want, rep.body)
 		}
 	}
+
+	// The next request resends the answer as Claude Code keeps it: the session continues, and
+	// the server tool's blocks go back upstream in their order.
+	var got struct {
+		Content json.RawMessage `json:"content"`
+	}
+	rep.json(t, &got)
+	var req map[string]json.RawMessage
+	json.Unmarshal([]byte(webSearchRequest), &req)
+	var msgs []json.RawMessage
+	json.Unmarshal(req["messages"], &msgs)
+	msgs = append(msgs, json.RawMessage(`{"role":"assistant","content":`+string(got.Content)+`}`), json.RawMessage(`{"role":"user","content":"thanks"}`))
+	req["messages"], _ = json.Marshal(msgs)
+	next, _ := json.Marshal(req)
+	rep = s.do(t, "POST", "/v1/messages", "", "claude", next)
+	if rep.status != http.StatusOK {
+		t.Fatalf("next request: status %d: %s", rep.status, rep.body)
+	}
+	if ev := rep.header.Get(httpapi.EventHeader); ev != "continued" {
+		t.Errorf("next request: event %q, want continued", ev)
+	}
+	history := string(up.body(t, 1)["messages"])
+	if i, j := strings.Index(history, `"web_search_tool_result"`), strings.Index(history, `"cited_text":"sun"`); i < 0 || j < i {
+		t.Errorf("the server tool's turn went upstream out of order:\n%s", history)
+	}
 }
+
+// okMessage is a plain Messages answer.
+const okMessage = `{"id":"msg_2","type":"message","role":"assistant","model":"claude-test","content":[{"type":"text","text":"You are welcome."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":30,"output_tokens":4}}`
 
 // TestServerToolToChatUpstream leaves the server tool out of a chat-completions upstream's
 // request, names it in the header, and turns the choice of it into "auto".
