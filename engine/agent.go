@@ -204,7 +204,7 @@ func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full m
 	reserve, opened := 0, false
 	for i, c := range msg.ToolCalls {
 		results[i] = hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
-		if !internalTool(c.Name) {
+		if !internalTool(c) {
 			results[i].Content = "Not run: a recall or search was made in the same answer. Call " + c.Name + " again after reading its result."
 			results[i].Tokens = hippocam.MessageTokens(st.e.tok, &results[i])
 			reserve += results[i].Tokens
@@ -224,7 +224,7 @@ func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full m
 	}
 	for i, c := range msg.ToolCalls {
 		r := &results[i]
-		if internalTool(c.Name) {
+		if internalTool(c) {
 			var shown, listing string
 			if c.Name == SearchTool {
 				shown, listing = st.renderSearch(searches[i], st.recallRoom()-reserve)
@@ -261,7 +261,7 @@ func uniqueCallIDs(m *hippocam.Message) {
 // callsRecall reports whether m calls recall or search, the tools the engine answers itself.
 func callsRecall(m *hippocam.Message) bool {
 	for _, c := range m.ToolCalls {
-		if internalTool(c.Name) {
+		if internalTool(c) {
 			return true
 		}
 	}
@@ -323,7 +323,7 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 	if callsRecall(&msg) { // the model called recall or search although they were no longer offered
 		var calls []hippocam.ToolCall
 		for _, c := range msg.ToolCalls {
-			if !internalTool(c.Name) {
+			if !internalTool(c) {
 				calls = append(calls, c)
 			}
 		}

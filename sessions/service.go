@@ -347,7 +347,7 @@ func checkConversation(conv *hippocam.Conversation) error {
 		if strings.TrimSpace(t.Name) == "" {
 			return hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no name", i)
 		}
-		if t.Name == engine.RecallTool || t.Name == engine.SearchTool {
+		if t.Namespace == "" && (t.Name == engine.RecallTool || t.Name == engine.SearchTool) {
 			return hippocam.Errorf(hippocam.EINVALID, "the tool name %q is reserved by Hippocam", t.Name)
 		}
 	}
