@@ -52,10 +52,11 @@ func Title(text string) string {
 	if utf8.RuneCountInString(line) <= TitleRunes {
 		return line
 	}
-	runes := []rune(line)[:TitleRunes-1]
+	all := []rune(line)
+	runes := all[:TitleRunes-1]
 	cut := len(runes)
-	for i := len(runes) - 1; i > TitleRunes/2; i-- {
-		if unicode.IsSpace(runes[i]) {
+	for i := len(runes); i > TitleRunes/2; i-- {
+		if unicode.IsSpace(all[i]) { // a word ends before all[i]
 			cut = i
 			break
 		}
