@@ -82,3 +82,97 @@ func (c Client) Merge(o Client) Client {
 	}
 	return c
 }
+
+// ClientPlace is where a listed session stands in its client conversation.
+type ClientPlace struct {
+	// Group is the conversation's key: the client's id of it (Client.Conversation), else the id
+	// of the session the conversation is (a title request without one joins the session whose
+	// title it asks for; a fork joins the session it forked from).
+	Group string `json:"group"`
+	// Parent is the session this one was made for: for a title request, the conversation it
+	// titles; for a subagent, the session of the agent that started it (by the client's agent
+	// ids, else the conversation's main session). Empty for none.
+	Parent string `json:"parent,omitempty"`
+}
+
+// PlaceSessions returns the place of every session of a listing in its client conversation, by
+// session id. A group's main session is the one of kind "" and no agent id with the most
+// messages (a client's side requests, such as a quota check, are short), the most recently
+// updated of those first in the listing's order.
+func PlaceSessions(list []SessionInfo) map[string]ClientPlace {
+	byID := make(map[string]*SessionInfo, len(list))
+	for i := range list {
+		byID[list[i].ID] = &list[i]
+	}
+	client := func(in *SessionInfo) Client {
+		if in.Client == nil {
+			return Client{}
+		}
+		return *in.Client
+	}
+	// The group of a session that names no conversation, following forks to their origin.
+	var groupOf func(in *SessionInfo, depth int) string
+	groupOf = func(in *SessionInfo, depth int) string {
+		if c := client(in); c.Conversation != "" {
+			return c.Conversation
+		}
+		if in.Fork != nil && depth < 64 {
+			if from, ok := byID[in.Fork.From]; ok {
+				return groupOf(from, depth+1)
+			}
+		}
+		return in.ID
+	}
+	places := make(map[string]ClientPlace, len(list))
+	agents := map[string]string{}        // session ids by group and client agent id, the first listed
+	mains := map[string]*SessionInfo{}   // by group
+	byTitle := map[string]*SessionInfo{} // main sessions by title, the most recent first
+	for i := range list {
+		in := &list[i]
+		c := client(in)
+		if c.Kind == ClientTitle && c.Conversation == "" {
+			continue // placed below, beside the session it titles
+		}
+		g := groupOf(in, 0)
+		places[in.ID] = ClientPlace{Group: g}
+		if key := g + "\x00" + c.Agent; c.Agent != "" && agents[key] == "" {
+			agents[key] = in.ID
+		}
+		if c.Kind != "" || c.Agent != "" || in.Fork != nil {
+			continue
+		}
+		if m := mains[g]; m == nil || in.Messages > m.Messages {
+			mains[g] = in
+		}
+		if _, ok := byTitle[c.Title]; !ok && c.Title != "" {
+			byTitle[c.Title] = in
+		}
+	}
+	for i := range list {
+		in := &list[i]
+		c := client(in)
+		if c.Kind == ClientTitle && c.Conversation == "" {
+			p := ClientPlace{Group: in.ID}
+			if m := byTitle[c.Title]; m != nil {
+				p = ClientPlace{Group: places[m.ID].Group, Parent: m.ID}
+			}
+			places[in.ID] = p
+			continue
+		}
+		p := places[in.ID]
+		main := mains[p.Group]
+		switch {
+		case c.Kind == "" && c.Agent == "":
+		case c.Parent != "":
+			if s := agents[p.Group+"\x00"+c.Parent]; s != "" && s != in.ID {
+				p.Parent = s
+			} else if main != nil && main.ID != in.ID {
+				p.Parent = main.ID
+			}
+		case main != nil && main.ID != in.ID:
+			p.Parent = main.ID
+		}
+		places[in.ID] = p
+	}
+	return places
+}
