@@ -12,6 +12,7 @@
   const STACK_LOG_SHOWN = 12;
   const KNOWLEDGE_SHOWN = 8;
   const FORKS_SHOWN = 3; // a session with more forks than this lists them folded, until asked
+  const CONVERSATION_LINKS = 8; // a session's page links this many of its conversation's other sessions
 
   const KINDS = {
     raw: 'raw',
@@ -748,9 +749,10 @@
         sessionLink(parent, null, { class: 'mono', 'data-testid': 'conversation-parent' })] : null,
       client.conversation ? el('span', { class: 'muted', title: 'the client’s id of this conversation', text: ' · ' + client.conversation }) : null,
       others.length ? [' · ' + plural(others.length, 'other session') + ': ',
-        others.map((o, i) => [i ? ', ' : '', sessionLink(String(o.id), null,
+        others.slice(0, CONVERSATION_LINKS).map((o, i) => [i ? ', ' : '', sessionLink(String(o.id), null,
           { class: 'mono', 'data-testid': 'conversation-link', title: o.title || null }, String(o.id)),
-        o.kind ? el('span', { class: 'muted', text: ' (' + kindLabel(o.kind) + ')' }) : null])] : null);
+        o.kind ? el('span', { class: 'muted', text: ' (' + kindLabel(o.kind) + ')' }) : null]),
+        others.length > CONVERSATION_LINKS ? el('span', { class: 'muted', text: ', and ' + fmtInt(others.length - CONVERSATION_LINKS) + ' more in the list' }) : null] : null);
   }
 
   // The parts of a main request the context meter shows, in the order they are sent.
