@@ -151,9 +151,13 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 		out.Title, out.Kind, out.Client = c.Title, c.Kind, c
 	}
 	out.ClientPlace = hippocam.ClientPlace{Group: sess.ID}
-	if list, err := s.cfg.Store.Sessions(r.Context(), tenant); err == nil {
-		if p, ok := hippocam.PlaceSessions(list)[sess.ID]; ok {
-			out.ClientPlace = p
+	if sess.Transcript.Client != nil || sess.Transcript.Fork != nil {
+		// Its place depends on the tenant's other sessions (a session of old, not a fork, is a
+		// conversation of its own). A listing that fails leaves it there.
+		if list, err := s.cfg.Store.Sessions(r.Context(), tenant); err == nil {
+			if p, ok := hippocam.PlaceSessions(list)[sess.ID]; ok {
+				out.ClientPlace = p
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -12,10 +12,11 @@ import (
 // conversation, by their prompts.
 
 // titlePrompts are phrases of the system prompts with which clients ask a model for a title:
-// opencode's title agent and Claude Code's session namer.
+// opencode's title agent, Claude Code's session namer and its earlier topic detection.
 var titlePrompts = []string{
 	"You are a title generator",
 	"You are naming a coding session",
+	"indicates a new conversation topic",
 }
 
 // titleAsk opens the user message of opencode's title request; the conversation to title

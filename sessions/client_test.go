@@ -57,6 +57,11 @@ func TestClientTitle(t *testing.T) {
 			msgs:   []hippocam.Message{user("<session>\nWhy does the build fail on arm64?\n</session>\n\nWrite the title in English.\n!say Build on arm64")},
 			client: hippocam.Client{Conversation: "9d2c-session"},
 			want:   hippocam.Client{Title: "Why does the build fail on arm64?", Conversation: "9d2c-session", Kind: hippocam.ClientTitle}},
+		{name: "ClaudeCodeTopic",
+			framing: []hippocam.Message{system("Analyze if this message indicates a new conversation topic. If it does, extract a 2-3 word title.")},
+			msgs:    []hippocam.Message{user("Why does the build fail on arm64?\n!say {}")},
+			client:  hippocam.Client{Conversation: "9d2c-session"},
+			want:    hippocam.Client{Title: "Why does the build fail on arm64?", Conversation: "9d2c-session", Kind: hippocam.ClientTitle}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
