@@ -126,6 +126,9 @@ func TestSessionRequestSize(t *testing.T) {
 	tools := `"tools":[{"type":"function","function":{"name":"read_file","description":"Reads a file.","parameters":{"type":"object","properties":{"path":{"type":"string"}}}}}]`
 	id := post(t, s, "/v1/chat/completions", `{"model":"m","messages":[{"role":"system","content":"`+framing+`"},{"role":"user","content":"hello\n!say hi"}],`+tools+`}`)
 	var detail struct {
+		Framing []struct {
+			Tokens int `json:"tokens"`
+		} `json:"framing"`
 		ContextTokens int                   `json:"context_tokens"`
 		Request       *hippocam.RequestSize `json:"request"`
 		Usage         map[string]struct {
@@ -142,6 +145,10 @@ func TestSessionRequestSize(t *testing.T) {
 	}
 	if r.Framing < 200 || r.Tools == 0 || r.RecallTools == 0 || r.System == 0 || r.Messages == 0 {
 		t.Errorf("request size %+v: framing, tools, Hippocam's prompt and tools, and messages all count", *r)
+	}
+	// The framing card counts the framing as the meter does.
+	if len(detail.Framing) != 1 || detail.Framing[0].Tokens != r.Framing {
+		t.Errorf("framing %+v, want one message of %d tokens", detail.Framing, r.Framing)
 	}
 	if r.Total <= detail.ContextTokens+r.Framing {
 		t.Errorf("total %d must exceed the context (%d) and framing (%d)", r.Total, detail.ContextTokens, r.Framing)

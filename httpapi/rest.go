@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
 )
 
 // The REST API's JSON shapes (the viewer reads them; scripts may too).
@@ -134,6 +135,11 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
 		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations,
 		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork, Learning: sess.Transcript.Learning}
+	for i := range out.Framing { // framing is stored without its size: count it as the meter does
+		if m := &sess.Transcript.Framing[i]; m.Tokens == 0 {
+			out.Framing[i].Tokens = hippocam.MessageTokens(engineTokens{s.cfg.Engine}, m)
+		}
+	}
 	if out.Stack == nil {
 		out.Stack = hippocam.IntentStack{}
 	}
@@ -162,6 +168,11 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// engineTokens counts text as the engine does.
+type engineTokens struct{ e *engine.Engine }
+
+func (t engineTokens) Count(text string) int { return t.e.Tokens(text) }
 
 // getNode is GET /api/sessions/{id}/nodes/{ref}: one layer of the tree.
 func (s *Server) getNode(w http.ResponseWriter, r *http.Request, tenant string) {
