@@ -73,6 +73,7 @@ func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant,
 	req := &sessions.Request{Tenant: tenant, Name: name, Conversation: conv, Retry: n > 0,
 		Key: r.Header.Get(idempotencyKeyHeader), Received: time.Now()}
 	learnHeaders(r, req)
+	req.Client = clientOf(r, conv)
 	if st != nil {
 		st.position = len(conv.Messages)
 		req.OnStart, req.OnText, req.OnRoute, req.OnCall = st.start, st.text, st.route, st.call
