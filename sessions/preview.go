@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
@@ -15,6 +16,10 @@ type Preview struct {
 	Event   Event
 	// Fresh is set when the session does not exist yet (a new session or fork).
 	Fresh bool
+	// Holds is how many of the history's messages the session holds already (its transcript
+	// opens with them), and Hash their transcript hash; 0 and "" for a fresh session.
+	Holds int
+	Hash  string
 	engine.Preview
 }
 
@@ -26,8 +31,9 @@ type Preview struct {
 // Like engine.Preview it leaves out the folds a step would run for room and the consolidation
 // an earlier step left pending (both only shrink the request), and a task's advisory. A history
 // that ends with an assistant message is accepted: it is counted as it stands, with nothing new
-// to answer. Errors: EINVALID as Continue's, ENOTFOUND for a history that continues a deleted
-// session.
+// to answer, and so is one with no message at all (the framing and the tools alone, counted as
+// a new session's first request, whatever the name). Errors: EINVALID as Continue's, ENOTFOUND
+// for a history that continues a deleted session.
 func (s *Service) Preview(ctx context.Context, req *Request) (*Preview, error) {
 	h, err := s.readPreview(req)
 	if err != nil {
@@ -41,13 +47,29 @@ func (s *Service) Preview(ctx context.Context, req *Request) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Session: p.sess.ID, Event: p.event, Fresh: p.fresh, Preview: *pv}, nil
+	out := &Preview{Session: p.sess.ID, Event: p.event, Fresh: p.fresh, Preview: *pv}
+	if !p.fresh {
+		out.Holds = p.sess.Transcript.Count
+		if p.event == EventRegenerated || p.event == EventRetried {
+			out.Holds = p.sess.Transcript.PrevCount // the history stops before the last answer
+		}
+		out.Hash = h.hashes[out.Holds]
+	}
+	return out, nil
 }
 
 // readPreview is read, but a conversation may end with the assistant's message.
 func (s *Service) readPreview(req *Request) (*history, error) {
 	conv := req.Conversation
-	if conv == nil || len(conv.Messages) == 0 || conv.Messages[len(conv.Messages)-1].Role != hippocam.RoleAssistant {
+	if conv != nil && len(conv.Messages) == 0 { // the framing and the tools alone
+		if req.Name != "" {
+			if err := CheckName(req.Name); err != nil {
+				return nil, err
+			}
+		}
+		return &history{Request: req, conv: conv, framing: hippocam.FramingHash(conv.Framing), hashes: []string{""}}, nil
+	}
+	if conv == nil || conv.Messages[len(conv.Messages)-1].Role != hippocam.RoleAssistant {
 		return s.read(req)
 	}
 	// Checked with a stand-in last message, the rules are the same for the rest.
@@ -68,6 +90,9 @@ func (s *Service) readPreview(req *Request) (*history, error) {
 // transcript (it ends with that session's last answer) stands for that session as it is.
 func (s *Service) previewPlan(ctx context.Context, h *history) (*plan, error) {
 	n := len(h.conv.Messages)
+	if n == 0 {
+		return &plan{sess: engine.NewSession(h.Tenant, "", time.Now().UTC()), event: EventCreated, fresh: true}, nil
+	}
 	if h.seen == n { // ends with an assistant message
 		if sess, err := s.holding(ctx, h); err != nil || sess != nil {
 			if err != nil {
