@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sessions"
 )
 
@@ -176,36 +177,40 @@ func (s *Server) compact(w http.ResponseWriter, r *http.Request, tenant string) 
 	sum := sha256.Sum256([]byte(content))
 	id := hex.EncodeToString(sum[:12])
 	output := contextItems(pv.Request.Messages[min(1+len(conv.Framing), len(pv.Request.Messages)):], id)
-	output = append(output, map[string]any{"id": "cmp_" + id, "type": "compaction", "encrypted_content": content})
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": "resp_cmp_" + id, "object": "response.compaction", "created_at": time.Now().Unix(), "output": output,
-		"usage": map[string]any{"input_tokens": pv.Tokens, "input_tokens_details": map[string]int{"cached_tokens": 0},
-			"output_tokens": 0, "output_tokens_details": map[string]int{"reasoning_tokens": 0}, "total_tokens": pv.Tokens},
-	})
+	enc, _ := json.Marshal(content)
+	output = append(output, wire.OutputItem{ID: "cmp_" + id, Type: "compaction", Extra: wire.Extra{"encrypted_content": enc}})
+	writeJSON(w, http.StatusOK, compactedResponse{ID: "resp_cmp_" + id, Object: "response.compaction", CreatedAt: time.Now().Unix(),
+		Output: output, Usage: wire.ResponseUsage{InputTokens: pv.Tokens, TotalTokens: pv.Tokens}})
+}
+
+// compactedResponse is the Responses API's compacted response.
+type compactedResponse struct {
+	ID        string             `json:"id"`
+	Object    string             `json:"object"`
+	CreatedAt int64              `json:"created_at"`
+	Output    []wire.OutputItem  `json:"output"`
+	Usage     wire.ResponseUsage `json:"usage"`
 }
 
 // contextItems renders context messages as Responses message items: the user's as user
 // messages, system messages within the conversation as developer messages, answers, memories
 // and advisories as assistant messages; tool calls, tool results and messages
 // without text are left out.
-func contextItems(msgs []hippocam.Message, id string) []any {
-	var out []any
+func contextItems(msgs []hippocam.Message, id string) []wire.OutputItem {
+	var out []wire.OutputItem
 	for i, m := range msgs {
 		if m.Content == "" || m.Role == hippocam.RoleTool {
 			continue
 		}
-		itemID := "msg_cmp_" + id + "_" + strconv.Itoa(i)
+		it := wire.OutputItem{ID: "msg_cmp_" + id + "_" + strconv.Itoa(i), Type: "message", Status: "completed", Role: "assistant",
+			Content: []wire.OutputContent{{Type: "output_text", Text: m.Content}}}
 		if m.Kind == hippocam.KindRaw && (m.Role == hippocam.RoleUser || m.Role == hippocam.RoleSystem) {
-			role := "user"
+			it.Role, it.Content[0].Type = "user", "input_text"
 			if m.Role == hippocam.RoleSystem {
-				role = "developer"
+				it.Role = "developer"
 			}
-			out = append(out, map[string]any{"id": itemID, "type": "message", "role": role, "status": "completed",
-				"content": []any{map[string]string{"type": "input_text", "text": m.Content}}})
-			continue
 		}
-		out = append(out, map[string]any{"id": itemID, "type": "message", "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": m.Content, "annotations": []any{}}}})
+		out = append(out, it)
 	}
 	return out
 }
