@@ -166,6 +166,10 @@ func (s *Server) preview(r *http.Request, tenant, name string, conv *hippocam.Co
 // stand for them). 404 in OpenAI's error JSON for an id that names nothing of the tenant's.
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, tenant string) {
 	id := r.PathValue("id")
+	if id == "input_tokens" || id == "compact" {
+		s.passThrough(w, r, tenant) // a wrong method for those routes
+		return
+	}
 	notFound := hippocam.Errorf(hippocam.ENOTFOUND, "Response with id '%s' not found.", id)
 	session, answer, ok := parseResponseID(id)
 	if !ok {

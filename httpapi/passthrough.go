@@ -91,6 +91,9 @@ func (s *Server) passThrough(w http.ResponseWriter, r *http.Request, tenant stri
 		s.missing(w, r, tenant)
 		return
 	}
+	// Both ways at once: a body that streams up while the answer streams down (HTTP/1.1 would
+	// otherwise stop reading the request once the response starts).
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	s.proxy.ServeHTTP(w, r)
 }
 

@@ -120,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		rp.ErrorHandler = s.proxyError
+		rp.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 		s.proxy = rp
 	}
 	s.routes()
