@@ -122,7 +122,6 @@ func (s *Server) readResponses(w http.ResponseWriter, r *http.Request, tenant st
 			return nil, "", err
 		}
 	}
-	conv.Extra = chatFieldsOfResponses(conv)
 	return conv, name, nil
 }
 

@@ -37,8 +37,8 @@ func newPassServer(t *testing.T, pt *httpapi.PassThrough, keys map[string]string
 	return ts
 }
 
-// seen is what the upstream received.
-type seen struct {
+// received is what the upstream received.
+type received struct {
 	method, path, query, body string
 	header                    http.Header
 }
@@ -47,10 +47,10 @@ type seen struct {
 // URL, query, body, headers), with the client's credentials when Hippocam has no keys and its
 // own upstream key in place of a tenant key; the upstream's status, headers and body come back.
 func TestPassThrough(t *testing.T) {
-	got := make(chan seen, 1)
+	got := make(chan received, 1)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		got <- seen{r.Method, r.URL.Path, r.URL.RawQuery, string(b), r.Header.Clone()}
+		got <- received{r.Method, r.URL.Path, r.URL.RawQuery, string(b), r.Header.Clone()}
 		w.Header().Set("X-Upstream", "yes")
 		w.WriteHeader(http.StatusCreated)
 		io.WriteString(w, `{"object":"list","data":[]}`)

@@ -624,7 +624,8 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 // answer to regenerate.
 func (s *Service) stepInput(h *history, p *plan) engine.Input {
 	sess, conv := p.sess, h.conv
-	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Extra: conv.Extra, Model: conv.Model,
+	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Model: conv.Model, MaxTokens: conv.MaxTokens,
+		Extra: conv.Extra, ExtraFormat: conv.Format, Betas: conv.Betas,
 		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText}
 	if p.event == EventRegenerated || p.event == EventRetried {
 		in.Regenerate = sess.Transcript.Answer
