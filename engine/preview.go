@@ -12,7 +12,8 @@ type Preview struct {
 	// context with the step's inputs appended, the agent's tools with recall and search.
 	Request *hippocam.Request
 	// Tokens is Request counted as the engine and the simulated model count it
-	// (hippocam.RequestTokens with the engine's tokenizer).
+	// (hippocam.RequestTokens with the engine's tokenizer, or the model client's own count when
+	// it is a hippocam.RequestCounter).
 	Tokens int
 }
 
@@ -34,5 +35,9 @@ func (e *Engine) Preview(s *hippocam.Session, in Input) (*Preview, error) {
 		return nil, err
 	}
 	req := st.agentRequest(st.recallOffered())
-	return &Preview{Request: req, Tokens: hippocam.RequestTokens(e.tok, req.Messages, req.Tools)}, nil
+	n := hippocam.RequestTokens(e.tok, req.Messages, req.Tools)
+	if rc, ok := e.model.(hippocam.RequestCounter); ok {
+		n = rc.RequestTokens(e.tok, req) // as the upstream's format frames it
+	}
+	return &Preview{Request: req, Tokens: n}, nil
 }
