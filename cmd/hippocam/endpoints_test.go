@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Through the real binaries (serve in front of sim, with either upstream format): the routes
@@ -66,5 +70,34 @@ func TestServeEndpoints(t *testing.T) {
 				t.Fatalf("counted %d, the upstream received: %d %s", count.InputTokens, status, body)
 			}
 		})
+	}
+}
+
+// The official OpenAI and Anthropic Node clients on those routes (httpapi/testdata/node/
+// endpoints.mjs): a stored response read back, both token counts, compaction and the request
+// after it continuing the same session, a model and embeddings passed through.
+func TestServeEndpointsNodeSDK(t *testing.T) {
+	dir, _ := filepath.Abs("../../httpapi/testdata/node")
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "openai"))
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the SDK harness needs node and `npm ci` in %s: %v", dir, err)
+		}
+		t.Skipf("official SDK test skipped (%v); run `npm ci` in %s", err, dir)
+	}
+	simAddr, addr := freeAddr(t), freeAddr(t)
+	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "sdk.db"), "--upstream", "http://"+simAddr+"/v1", "--model", "hippocam-sim")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "endpoints.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HIPPOCAM_BASE_URL=http://"+addr+"/v1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("endpoints.mjs failed: %v\n%s", err, out)
 	}
 }
