@@ -32,6 +32,7 @@ func (s *Server) countMessageTokens(w http.ResponseWriter, r *http.Request, tena
 		s.fail(w, r, hippocam.FormatAnthropic, err)
 		return
 	}
+	conv.Betas = anthropic.Betas(r.Header) // as POST /v1/messages: they shape an Anthropic upstream's request
 	pv, err := s.preview(r, tenant, "", conv)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatAnthropic, err)
