@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -258,6 +259,13 @@ func TestClientMidConversationSystem(t *testing.T) {
 				`{"role":"user","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]},` +
 				`{"role":"system","content":[{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
 			"claude-code-20250219," + anthropic.BetaMidConversationSystem},
+		// Claude Code 2.1 sends its system turns without naming any beta: one that arrived as an
+		// Anthropic system turn goes back as one.
+		{"SentSo", nil,
+			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a"}]},` +
+				`{"role":"user","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]},` +
+				`{"role":"system","content":[{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
+			""},
 		{"NoBeta", nil,
 			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},` +
 				`{"role":"user","content":[{"type":"text","text":"r"},{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
@@ -267,7 +275,12 @@ func TestClientMidConversationSystem(t *testing.T) {
 			for _, stream := range []bool{false, true} {
 				up := newUpstream(t, reply(200, okAnswer), sse(evStart, evStop))
 				cl := newClient(t, up.srv.URL)
-				req := &hippocam.Request{Role: hippocam.CallAgent, Messages: msgs, Betas: c.betas}
+				in := msgs
+				if c.name == "SentSo" {
+					in = slices.Clone(msgs)
+					in[4].Origin = &hippocam.Origin{Format: hippocam.FormatAnthropic, Raw: `{"role":"system","content":"Plan mode."}`}
+				}
+				req := &hippocam.Request{Role: hippocam.CallAgent, Messages: in, Betas: c.betas}
 				var err error
 				if stream {
 					_, err = cl.Stream(context.Background(), req, nil)

@@ -16,9 +16,10 @@ import (
 // How the client renders a hippocam.Request (Complete and Stream):
 //
 //   - Leading system messages become "system", one text block each. A system message later in
-//     the conversation becomes a system turn in its place (its text as one block) when the
-//     request carries BetaMidConversationSystem among its Betas, else user text, since the
-//     format has no such turn without it.
+//     the conversation becomes a system turn in its place (its text as one block) when it
+//     arrived as one (an Anthropic client sent it so, whether or not it named
+//     BetaMidConversationSystem) or the request carries that beta; else user text, since the
+//     format has no such turn for a client that never used one.
 //   - Tool messages become tool_result blocks of a user turn (content the text, or the text and
 //     the parts as blocks; is_error when the message has a PartToolError part). Consecutive
 //     messages of one role share one turn, so tool results and the user text that follows them
@@ -114,7 +115,7 @@ func (c *Client) turns(msgs []hippocam.Message, systemTurns bool) []Message {
 			out = addTurn(out, roleAssistant, c.assistantBlocks(m))
 		case m.Role == hippocam.RoleTool:
 			out = addTurn(out, roleUser, []Block{c.toolResult(m)})
-		case m.Role == hippocam.RoleSystem && systemTurns && len(out) > 0:
+		case m.Role == hippocam.RoleSystem && len(out) > 0 && (systemTurns || m.Origin != nil && m.Origin.Format == hippocam.FormatAnthropic):
 			if !blank(m.Content) {
 				out = addTurn(out, roleSystem, []Block{{Type: BlockText, Text: m.Content}})
 			}
