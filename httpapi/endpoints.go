@@ -27,10 +27,14 @@ func (s *Server) countMessageTokens(w http.ResponseWriter, r *http.Request, tena
 		s.fail(w, r, hippocam.FormatAnthropic, err)
 		return
 	}
-	conv, err := anthropic.ReadRequest(withMaxTokens(body))
+	body, empty := countBody(body)
+	conv, err := anthropic.ReadRequest(body)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatAnthropic, err)
 		return
+	}
+	if empty {
+		conv.Messages, conv.Hashes = nil, nil // the system prompt and the tools alone
 	}
 	conv.Betas = anthropic.Betas(r.Header) // as POST /v1/messages: they shape an Anthropic upstream's request
 	pv, err := s.preview(r, tenant, "", conv)
@@ -41,22 +45,31 @@ func (s *Server) countMessageTokens(w http.ResponseWriter, r *http.Request, tena
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": pv.Tokens})
 }
 
-// withMaxTokens adds "max_tokens": 1 to a Messages body without it: a count request needs none,
-// and the reader requires it. Another body is returned unchanged.
-func withMaxTokens(body []byte) []byte {
+// countBody makes a count request readable as a Messages request: "max_tokens": 1 when it has
+// none (a count needs none, the reader requires it), and a stand-in message when it has no
+// messages (empty reports that). Another body is returned unchanged.
+func countBody(body []byte) (_ []byte, empty bool) {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(body, &top) != nil || top == nil {
-		return body // the reader reports it
+		return body, false // the reader reports it
 	}
-	if _, ok := top["max_tokens"]; ok {
-		return body
+	_, limited := top["max_tokens"]
+	msgs, ok := top["messages"]
+	empty = !ok || string(msgs) == "null" || string(bytes.TrimSpace(msgs)) == "[]"
+	if limited && !empty {
+		return body, false
 	}
-	top["max_tokens"] = json.RawMessage("1")
+	if !limited {
+		top["max_tokens"] = json.RawMessage("1")
+	}
+	if empty {
+		top["messages"] = json.RawMessage(`[{"role":"user","content":"-"}]`)
+	}
 	b, err := json.Marshal(top)
 	if err != nil {
-		return body
+		return body, false
 	}
-	return b
+	return b, empty
 }
 
 // countInputTokens is POST /v1/responses/input_tokens: {"object": "response.input_tokens",

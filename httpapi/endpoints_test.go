@@ -98,6 +98,17 @@ func TestCountTokensMatchUpstream(t *testing.T) {
 			t.Fatalf("instructions alone: %d %s, %d sessions", r.status, r.body, s.sessionCount(t))
 		}
 	})
+	t.Run("NoMessages", func(t *testing.T) {
+		s := newServer(t, 8000, nil)
+		r := s.do(t, "POST", "/v1/messages/count_tokens", "", "", []byte(`{"model":"m","system":"Be brief.","messages":[]}`))
+		var count struct {
+			InputTokens int `json:"input_tokens"`
+		}
+		r.json(t, &count)
+		if r.status != 200 || count.InputTokens < 100 || s.sessionCount(t) != 0 {
+			t.Fatalf("system prompt alone: %d %s, %d sessions", r.status, r.body, s.sessionCount(t))
+		}
+	})
 	t.Run("ErrInvalid", func(t *testing.T) {
 		s := newServer(t, 8000, nil)
 		r := s.do(t, "POST", "/v1/messages/count_tokens", "", "", []byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"nonsense"}]}]}`))
