@@ -69,7 +69,8 @@ func (e callbackError) Error() string { return e.err.Error() }
 
 // readEvents reads the server-sent events of body and gives each to asm, until message_stop or
 // the end of the body. Failures before any text reached the caller are transient; after it
-// they are EUNAVAILABLE, like malformed events.
+// they are EUNAVAILABLE, like malformed events. A stream cut short (no message_stop) has
+// hippocam.ErrStreamCut as its cause, or ErrTimeout when its attempt ran out of time.
 func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 	fail := func(err error) error {
 		if asm.texts == 0 {
@@ -94,9 +95,14 @@ func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 	}
 	end := func(rerr error) error {
 		if rerr != io.EOF {
-			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.Explain(rerr)))
+			err := a.Explain(rerr)
+			cause := hippocam.ErrStreamCut
+			if errors.Is(err, hippocam.ErrTimeout) {
+				cause = hippocam.ErrTimeout
+			}
+			return fail(&hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: fmt.Sprintf("model stream broke off: %v", err), Cause: cause})
 		}
-		return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before message_stop"))
+		return fail(&hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: "model stream ended before message_stop", Cause: hippocam.ErrStreamCut})
 	}
 	return httpretry.ReadEvents(body, a, maxStreamBytes, event, end)
 }

@@ -133,7 +133,8 @@ func (s *responsesStream) fail(err error) error {
 	if code == "" {
 		code = typ
 	}
-	return s.rs.Fail(code, msg)
+	start := responseOf(s.conv, s.id, s.at, nil)
+	return s.rs.Fail(&start, code, msg)
 }
 
 // flushWriter flushes after every write, so that stream events leave at once.

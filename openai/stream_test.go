@@ -90,7 +90,8 @@ func TestStream(t *testing.T) {
 			writeEvents(w,
 				`data: {"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}`+"\n\n",
 				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","function":{"name":"g","arguments":"{\"x\""}}]}}]}`+"\n\n",
-				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]},"finish_reason":"tool_calls"}]}`+"\n\n")
+				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]},"finish_reason":"tool_calls"}]}`+"\n\n",
+				`data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\n")
 		}, nil)
 		resp, err := c.Stream(context.Background(), userRequest("x"), nil)
 		if err != nil {
@@ -101,7 +102,7 @@ func TestStream(t *testing.T) {
 			got[1] != (hippocam.ToolCall{ID: "c2", Name: "g", Arguments: `{"x":1}`}) {
 			t.Errorf("tool calls = %+v", got)
 		}
-		if resp.Message.Content != "" || resp.Usage != (hippocam.CallUsage{}) {
+		if resp.Message.Content != "" || resp.Usage != (hippocam.CallUsage{Input: 1, Output: 1}) {
 			t.Errorf("response = %+v", resp)
 		}
 	})
@@ -178,6 +179,11 @@ func TestStream(t *testing.T) {
 		events     []string
 	}{
 		{"ErrTruncated", "ended before", []string{`data: {"choices":[{"index":0,"delta":{"content":"hal"}}]}` + "\n\n"}},
+		// A stream that gave its finish reason, then ended without the usage chunk that follows
+		// it or [DONE], was cut too.
+		{"ErrNoDone", "without [DONE]", []string{
+			`data: {"choices":[{"index":0,"delta":{"content":"hal"}}]}` + "\n\n",
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"}},
 		{"ErrMalformedEvent", "unreadable", []string{`data: {"choices":[{"index":0,` + "\n\n"}},
 		{"ErrErrorEvent", "out of memory", []string{
 			`data: {"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n",
@@ -192,6 +198,9 @@ func TestStream(t *testing.T) {
 			_, err := c.Stream(context.Background(), userRequest("x"), nil)
 			if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want unavailable mentioning %q", err, tt.want)
+			}
+			if cut := strings.HasPrefix(tt.name, "ErrTruncated") || tt.name == "ErrNoDone"; cut != errors.Is(err, hippocam.ErrStreamCut) {
+				t.Errorf("errors.Is(err, ErrStreamCut) = %v, want %v", !cut, cut)
 			}
 			if calls.Load() != 1 {
 				t.Errorf("attempts = %d, want 1", calls.Load())
@@ -212,7 +221,7 @@ func TestStream(t *testing.T) {
 		}, func(cfg *openai.Config) { cfg.Timeout = 50 * time.Millisecond })
 		start := time.Now()
 		_, err := c.Stream(context.Background(), userRequest("x"), nil)
-		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), "no progress within 50ms") {
+		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), "no progress within 50ms") || !errors.Is(err, hippocam.ErrTimeout) {
 			t.Fatalf("err = %v, want unavailable after the idle timeout", err)
 		}
 		if calls.Load() != 1 || time.Since(start) > 2*time.Second {

@@ -155,6 +155,13 @@ type Refusal interface {
 	UpstreamStatus() (status int, retryAfter time.Duration)
 }
 
+// timeoutError is an attempt's failure that its timeout caused: its text is the failure's, and
+// errors.Is finds hippocam.ErrTimeout in it as well as what the failure wraps.
+type timeoutError struct{ err error }
+
+func (e timeoutError) Error() string   { return e.err.Error() }
+func (e timeoutError) Unwrap() []error { return []error{e.err, hippocam.ErrTimeout} }
+
 // errAttemptTimeout is the cause an attempt's context gets when its timeout passes.
 var errAttemptTimeout = errors.New("attempt timed out")
 
@@ -177,10 +184,11 @@ func (a *Attempt) Number() int { return a.n }
 func (a *Attempt) Touch() { a.timer.Reset(a.timeout) }
 
 // Explain returns err with a note in front that the attempt made no progress within its
-// timeout, when that is why the attempt's context ended; otherwise err unchanged.
+// timeout, and hippocam.ErrTimeout in its chain, when that is why the attempt's context ended;
+// otherwise err unchanged.
 func (a *Attempt) Explain(err error) error {
 	if context.Cause(a.ctx) == errAttemptTimeout {
-		return fmt.Errorf("no progress within %v: %w", a.timeout, err)
+		return timeoutError{fmt.Errorf("no progress within %v: %w", a.timeout, err)}
 	}
 	return err
 }
