@@ -35,8 +35,8 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(
 // Attempts are repeated, as for Complete, until the first piece of text has reached fn: a
 // stream that breaks, or sends an error event such as overloaded_error, before that is tried
 // again; after it the error is EUNAVAILABLE, so fn never sees a piece twice. Config.Timeout
-// bounds the wait for the headers and every pause between two lines. Errors otherwise as for
-// Complete; a stream that ends without message_stop is EUNAVAILABLE.
+// bounds the wait for the headers and the first line, Config.IdleTimeout every pause after it.
+// Errors otherwise as for Complete; a stream that ends without message_stop is EUNAVAILABLE.
 func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn func(text string) error) (*hippocam.Response, error) {
 	body, err := c.requestBody(req, true)
 	if err != nil {

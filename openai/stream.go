@@ -26,7 +26,7 @@ var _ hippocam.StreamModel = (*Client)(nil)
 //
 // Attempts are repeated, as for Complete, only until the first chunk has reached fn; a stream
 // that breaks after that gives EUNAVAILABLE. Config.Timeout bounds the wait for the headers
-// and every pause between two lines. Errors otherwise as for Complete.
+// and the first line, Config.IdleTimeout every pause after it. Errors otherwise as for Complete.
 func (c *Client) Stream(ctx context.Context, req *hippocam.Request, fn func(wire.ChatChunk) error) (*hippocam.Response, error) {
 	return c.stream(ctx, req, func(ch wire.ChatChunk) (bool, error) {
 		if fn == nil {

@@ -108,7 +108,8 @@ func TestStream(t *testing.T) {
 	})
 
 	t.Run("OKSlowButSteady", func(t *testing.T) {
-		// The whole stream takes longer than Timeout, but no pause between lines does.
+		// The whole stream takes longer than Timeout and IdleTimeout together, but no pause between
+		// lines is longer than IdleTimeout.
 		c := MustClient(t, func(w http.ResponseWriter, r *http.Request) {
 			events := []string{}
 			for range 6 {
@@ -121,7 +122,7 @@ func TestStream(t *testing.T) {
 				_, _ = io.WriteString(w, e)
 				w.(http.Flusher).Flush()
 			}
-		}, func(cfg *openai.Config) { cfg.Timeout = 100 * time.Millisecond })
+		}, func(cfg *openai.Config) { cfg.Timeout, cfg.IdleTimeout = 100*time.Millisecond, 100*time.Millisecond })
 		resp, err := c.Stream(context.Background(), userRequest("x"), nil)
 		if err != nil || resp.Message.Content != "xxxxxx" || resp.FinishReason != "stop" {
 			t.Fatalf("resp %+v, err %v", resp, err)
@@ -218,7 +219,7 @@ func TestStream(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-		}, func(cfg *openai.Config) { cfg.Timeout = 50 * time.Millisecond })
+		}, func(cfg *openai.Config) { cfg.Timeout, cfg.IdleTimeout = time.Second, 50*time.Millisecond })
 		start := time.Now()
 		_, err := c.Stream(context.Background(), userRequest("x"), nil)
 		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), "no progress within 50ms") || !errors.Is(err, hippocam.ErrTimeout) {
