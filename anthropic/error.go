@@ -96,3 +96,9 @@ func parseErrorBody(body []byte) ErrorResponse {
 	out.Error.Message = shorten(string(bytes.TrimSpace(body)), maxErrorText)
 	return out
 }
+
+// UpstreamError returns the provider's own error type, code (Anthropic gives none) and
+// message, so that a proxy can tell its client the same condition in the client's format.
+func (e *StatusError) UpstreamError() (typ, code, message string) {
+	return e.Body.Error.Type, "", e.Body.Error.Message
+}

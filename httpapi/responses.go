@@ -129,12 +129,13 @@ func (s *responsesStream) whole(id streamID, res *sessions.Result) error {
 }
 
 func (s *responsesStream) fail(err error) error {
-	_, typ, code, msg := errorStatus(s.w, err)
+	r := refuse(hippocam.FormatResponses, err)
+	code := r.code
 	if code == "" {
-		code = typ
+		code = r.typ
 	}
 	start := responseOf(s.conv, s.id, s.at, nil)
-	return s.rs.Fail(&start, code, msg)
+	return s.rs.Fail(&start, code, r.message)
 }
 
 // flushWriter flushes after every write, so that stream events leave at once.

@@ -124,3 +124,12 @@ func shorten(s string, n int) string {
 // UpstreamStatus returns the provider's HTTP status and the wait it asked for, so that a proxy
 // can answer its own client with the same status and Retry-After without importing this package.
 func (e *StatusError) UpstreamStatus() (int, time.Duration) { return e.Status, e.RetryAfter }
+
+// UpstreamError returns the provider's own error type, code ("" when it gave none) and
+// message, so that a proxy can tell its client the same condition in the client's format.
+func (e *StatusError) UpstreamError() (typ, code, message string) {
+	if e.Body.Error.Code != nil {
+		code = *e.Body.Error.Code
+	}
+	return e.Body.Error.Type, code, e.Body.Error.Message
+}
