@@ -84,11 +84,12 @@ func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 			return false, unreadable(fmt.Sprintf("stream event %d: %v", asm.events+1, err))
 		}
 		if ev.Type == EventError {
-			msg := "an error event"
+			se := &StreamError{Body: ErrorBody{Type: ErrorAPI, Message: "an error event"}}
 			if ev.Error != nil {
-				msg = ev.Error.Type + ": " + ev.Error.Message
+				se.Body = *ev.Error
 			}
-			return false, fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", msg))
+			se.Err = hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s: %s", se.Body.Type, se.Body.Message)
+			return false, fail(se)
 		}
 		err = asm.add(&ev)
 		return asm.stopped, err

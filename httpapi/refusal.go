@@ -38,7 +38,8 @@ const (
 	causeUnreachable = "unreachable"  // the upstream could not be reached (502)
 	causeInternal    = "internal"     // Hippocam's own failure (500)
 	// An upstream's refusal by status counts as "upstream_" + its status: upstream_429,
-	// upstream_529, upstream_500, upstream_400…
+	// upstream_529, upstream_500, upstream_400…; an error event within its stream as
+	// upstream_overloaded, upstream_rate_limited or upstream_error_event.
 	causeUpstream = "upstream_"
 )
 
@@ -81,10 +82,13 @@ func formatOf(path string) hippocam.Format {
 // which concern the operator's key).
 func refuse(f hippocam.Format, err error) refusal {
 	var up upstreamStatus
+	var ue upstreamError
 	var ce *hippocam.CapacityError
 	switch {
 	case errors.As(err, &up):
 		return refuseUpstream(f, err, up)
+	case errors.As(err, &ue):
+		return refuseStreamEvent(f, err, ue)
 	case errors.As(err, &ce):
 		return refuseCapacity(f, ce.Needed, ce.Window, "")
 	case errors.Is(err, hippocam.ErrTimeout):
@@ -175,6 +179,27 @@ func refuseUpstream(f hippocam.Format, err error, up upstreamStatus) refusal {
 		r.typ, r.code = anthropic.StatusType(r.status), ""
 	}
 	return r
+}
+
+// refuseStreamEvent tells an error event that the upstream sent within its stream: overloaded
+// and rate limits keep their meaning, anything else is an upstream failure.
+func refuseStreamEvent(f hippocam.Format, err error, ue upstreamError) refusal {
+	typ, code, msg := ue.UpstreamError()
+	switch {
+	case typ == anthropic.ErrorOverloaded || code == "server_is_overloaded":
+		r := refusal{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_is_overloaded", message: msg, cause: causeUpstream + "overloaded"}
+		if f == hippocam.FormatAnthropic {
+			r.status, r.typ, r.code = 529, anthropic.ErrorOverloaded, ""
+		}
+		return r
+	case typ == anthropic.ErrorRateLimit || code == "rate_limit_exceeded":
+		r := refusal{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: msg, cause: causeUpstream + "rate_limited"}
+		if f == hippocam.FormatAnthropic {
+			r.code = ""
+		}
+		return r
+	}
+	return unavailable(f, http.StatusBadGateway, causeUpstream+"error_event", "upstream_unavailable", hippocam.ErrorMessage(err))
 }
 
 // refuseCapacity tells a request too long for the context window, in each provider's words.

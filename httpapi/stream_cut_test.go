@@ -133,3 +133,61 @@ func TestStreamUpstreamCut(t *testing.T) {
 		}
 	}
 }
+
+// An error event the upstream sends mid-stream keeps its meaning: an Anthropic upstream's
+// overloaded_error after the text reaches a Messages client as event: error of type
+// overloaded_error (on which Claude Code backs off as for a 529), and a chat client as an error
+// chunk with OpenAI's server_is_overloaded.
+func TestStreamUpstreamErrorEvent(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get(hippocam.RoleHeader) != string(hippocam.CallAgent) {
+			w.WriteHeader(500)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range []string{
+			`{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","model":"x","content":[],"usage":{"input_tokens":3,"output_tokens":0}}}`,
+			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Half an"}}`,
+			`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+		} {
+			io.WriteString(w, "data: "+ev+"\n\n")
+		}
+	}))
+	defer up.Close()
+	cfg := anthropic.DefaultConfig()
+	cfg.BaseURL, cfg.Model, cfg.MaxRetries = up.URL, "m", 0
+	model, err := anthropic.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecfg := engine.ForWindow(8000)
+	ecfg.Speculate = false
+	e, err := engine.New(ecfg, model, tokenizer.MustDefault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: inmem.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	for _, tc := range []struct {
+		path, body, want string
+	}{
+		{"/v1/messages", `{"model":"m","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"hi"}]}`, `"type":"overloaded_error"`},
+		{"/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`, `"code":"server_is_overloaded"`},
+	} {
+		resp, err := http.Post(ts.URL+tc.path, "application/json", strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Contains(b, []byte("Half an")) || !bytes.Contains(b, []byte(tc.want)) {
+			t.Errorf("%s: want the text, then an error event with %s:\n%s", tc.path, tc.want, b)
+		}
+	}
+}

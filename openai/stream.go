@@ -128,7 +128,8 @@ func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) (b
 			return false, unreadable(fmt.Sprintf("stream event %d: %v", chunks+1, err))
 		}
 		if len(se.Error) > 0 && string(se.Error) != "null" {
-			err := hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", parseErrorBody(ev).Error.Message)
+			body := parseErrorBody(ev).Error
+			err := &StreamError{Body: body, Err: hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", body.Message)}
 			if !delivered {
 				return false, httpretry.Transient{Err: err} // nothing reached the caller: try again
 			}
