@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -33,8 +34,11 @@ const (
 	idempotencyKeyHeader = "Idempotency-Key"
 )
 
-// readBody reads a request body within the configured bound. EINVALID when it is too large or
-// cannot be read.
+// errTooLarge marks the EINVALID error of a request body over the bound (a 413).
+var errTooLarge = errors.New("request body too large")
+
+// readBody reads a request body within the configured bound. EINVALID when it is too large (with
+// errTooLarge as its cause) or cannot be read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 {
@@ -45,7 +49,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "the request body is larger than %d bytes", tooBig.Limit)
+			return nil, &hippocam.Error{Code: hippocam.EINVALID, Message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit), Cause: errTooLarge}
 		}
 		return nil, hippocam.Errorf(hippocam.EINVALID, "reading the request body: %v", err)
 	}

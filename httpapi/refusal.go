@@ -27,6 +27,7 @@ import (
 // The causes of a failed request, as metrics count them (hippocam_failures_total{kind}).
 const (
 	causeInvalid     = "invalid"      // the request breaks a rule (400)
+	causeTooLarge    = "too_large"    // the request's body is over the bound (413)
 	causeMethod      = "method"       // a known path with another method (405)
 	causeNotFound    = "not_found"    // no such route, session or response (404)
 	causeCapacity    = "capacity"     // the context cannot fit, even after consolidating (400)
@@ -99,6 +100,8 @@ func refuse(f hippocam.Format, err error) refusal {
 	msg := hippocam.ErrorMessage(err)
 	r := refusal{status: http.StatusInternalServerError, typ: "server_error", message: msg, cause: causeInternal}
 	switch ec := hippocam.ErrorCode(err); {
+	case ec == hippocam.EINVALID && errors.Is(err, errTooLarge):
+		r = refusal{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", message: msg, cause: causeTooLarge}
 	case ec == hippocam.EINVALID && errors.As(err, new(methodError)):
 		r = refusal{status: http.StatusMethodNotAllowed, typ: "invalid_request_error", message: msg, cause: causeMethod}
 	case ec == hippocam.EINVALID:

@@ -2,9 +2,17 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/httpapi"
+	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/sim"
+	"github.com/hippocam/hippocam/tokenizer"
 )
 
 // A refusal as a client reads it: OpenAI's {"error":{…}} or Anthropic's {"type":"error",…}.
@@ -128,6 +136,33 @@ func TestRefusalsInEachFormat(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// A body over the bound is a 413, Anthropic's request_too_large in the Messages format.
+func TestRefusalTooLarge(t *testing.T) {
+	e, err := engine.New(engine.ForWindow(8000), sim.New(tokenizer.MustDefault()).InProcess(), tokenizer.MustDefault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: inmem.New(), MaxBodyBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	big := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"` + strings.Repeat("x", 2000) + `"}]}`
+	for path, typ := range map[string]string{"/v1/messages": "request_too_large", "/v1/chat/completions": "invalid_request_error", "/v1/responses": "invalid_request_error"} {
+		resp, err := http.Post(ts.URL+path, "application/json", strings.NewReader(big))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b refusalBody
+		json.NewDecoder(resp.Body).Decode(&b)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || b.Error.Type != typ {
+			t.Errorf("%s: status %d, type %q; want 413 %q", path, resp.StatusCode, b.Error.Type, typ)
 		}
 	}
 }
