@@ -111,6 +111,15 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, tenant, name str
 	st := newAnswerStream(w, f, s.cfg.Metrics)
 	res, err := s.continueSession(w, r, tenant, name, conv, st)
 	if err != nil {
+		if !st.begun() && format == hippocam.FormatResponses && refuse(format, err).cause == causeCapacity {
+			// The Responses API tells a streamed request that its input is too long inside
+			// the stream, with response.failed; Codex compacts on that, not on a 400.
+			s.refused(r, name, refuse(format, err), err)
+			if f.open(streamID{session: name, answer: positionKey(len(conv.Messages)), created: time.Now().Unix()}) == nil {
+				f.fail(err)
+			}
+			return
+		}
 		if !st.begun() {
 			s.fail(w, r, format, err)
 			return

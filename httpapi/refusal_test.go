@@ -166,3 +166,17 @@ func TestRefusalTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// A streamed Responses request whose input cannot fit is told inside the stream, as the
+// Responses API does: response.failed with context_length_exceeded (on which Codex compacts).
+func TestRefusalCapacityStreamedResponses(t *testing.T) {
+	s := newServer(t, 2000, nil)
+	body := `{"model":"m","stream":true,"input":` + quote(strings.Repeat("many words that fill the window ", 600)) + `}`
+	r := s.do(t, "POST", "/v1/responses", "", "long", []byte(body))
+	if r.status != 200 || !strings.Contains(string(r.body), "event: response.failed") || !strings.Contains(string(r.body), `"code":"context_length_exceeded"`) {
+		t.Fatalf("status %d:\n%s", r.status, r.body)
+	}
+	if strings.Contains(string(r.body), "response.completed") {
+		t.Fatalf("a completed response in\n%s", r.body)
+	}
+}
