@@ -30,7 +30,29 @@ const (
 	PartImage = "image"
 	PartAudio = "audio"
 	PartFile  = "file"
+	// PartTools is a declaration of tools that a client made within its history rather than
+	// in the request's tool list (OpenAI Responses additional_tools items): the reader adds
+	// the tools to the Conversation's Tools and keeps the item, byte for byte in Raw, as a
+	// message of its own whose only part this is. Data holds the declared tools as canonical
+	// JSON, so that a changed list is a changed message. No model request carries such a
+	// message (Message.DeclaresTools): its tools reach the model as tools.
+	PartTools = "tools"
 )
+
+// DeclaresTools reports whether m only declares tools: no text and no calls, its parts all of
+// type PartTools. Upstream adapters leave such a message out of the requests they write, and it
+// counts no tokens in them (MessageTokens).
+func (m *Message) DeclaresTools() bool {
+	if m.Content != "" || len(m.ToolCalls) > 0 || len(m.Parts) == 0 {
+		return false
+	}
+	for _, p := range m.Parts {
+		if p.Type != PartTools {
+			return false
+		}
+	}
+	return true
+}
 
 // Part is a piece of a message's content that is not text: an image, audio, a file. Text parts
 // are joined into Message.Content; the other parts are kept here, in a form every upstream

@@ -9,8 +9,12 @@ const (
 	toolOverhead     = 8
 )
 
-// MessageTokens counts m as part of a request: its text, its tool calls and the framing.
+// MessageTokens counts m as part of a request: its text, its tool calls and the framing. A
+// message that only declares tools (Message.DeclaresTools) is not sent, and counts 0.
 func MessageTokens(t Tokenizer, m *Message) int {
+	if m.DeclaresTools() {
+		return 0
+	}
 	n := messageOverhead + t.Count(m.Content)
 	for _, c := range m.ToolCalls {
 		n += toolCallOverhead + t.Count(c.Name) + t.Count(c.Arguments)

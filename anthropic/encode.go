@@ -15,7 +15,8 @@ import (
 
 // How the client renders a hippocam.Request (Complete and Stream):
 //
-//   - Leading system messages become "system", one text block each. A system message later in
+//   - Messages that only declare tools (hippocam.Message.DeclaresTools) are left out: their
+//     tools are the request's. Leading system messages become "system", one text block each. A system message later in
 //     the conversation becomes a system turn in its place (its text as one block) when it
 //     arrived as one (an Anthropic client sent it so, whether or not it named
 //     BetaMidConversationSystem) or the request carries that beta; else user text, since the
@@ -69,6 +70,9 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		wr.Model = req.Model
 	}
 	msgs := req.Messages
+	if slices.ContainsFunc(msgs, func(m hippocam.Message) bool { return m.DeclaresTools() }) {
+		msgs = slices.DeleteFunc(slices.Clone(msgs), func(m hippocam.Message) bool { return m.DeclaresTools() })
+	}
 	for len(msgs) > 0 && msgs[0].Role == hippocam.RoleSystem {
 		if !blank(msgs[0].Content) {
 			wr.System = append(wr.System, Block{Type: BlockText, Text: msgs[0].Content})

@@ -205,11 +205,12 @@ func SpanRole(role hippocam.Role) string {
 	return "user message"
 }
 
-// SpanCallNames lists the tools an assistant message calls, as span lines name them.
+// SpanCallNames lists the tools an assistant message calls, as span lines name them: by the
+// names the model knows them by (a tool of a namespace under its hippocam.FlatName).
 func SpanCallNames(m *hippocam.Message) string {
 	names := make([]string, len(m.ToolCalls))
 	for i, c := range m.ToolCalls {
-		names[i] = c.Name
+		names[i] = hippocam.UpstreamCall(c).Name
 	}
 	return strings.Join(names, ", ")
 }
@@ -217,10 +218,12 @@ func SpanCallNames(m *hippocam.Message) string {
 // SpanCallText lists the calls of an assistant message with their arguments, as span lines
 // quote them when the tools' names alone do not tell the message apart: "NAME ARGS; NAME ARGS",
 // the arguments as compact JSON with sorted keys, so that a client or provider that re-encodes
-// them (as Anthropic's does) quotes them the same way.
+// them (as Anthropic's does) quotes them the same way. Calls of namespaced and custom tools are
+// quoted as the model saw them (hippocam.UpstreamCall).
 func SpanCallText(m *hippocam.Message) string {
 	calls := make([]string, len(m.ToolCalls))
 	for i, c := range m.ToolCalls {
+		c = hippocam.UpstreamCall(c)
 		calls[i] = c.Name + " " + canonicalJSON(c.Arguments)
 	}
 	return strings.Join(calls, "; ")

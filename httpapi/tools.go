@@ -51,8 +51,8 @@ func (s *Server) noteOmitted(w http.ResponseWriter, r *http.Request, tenant, nam
 // omittedItems names, once each, the types of the parts of conv's messages that an upstream of
 // format up has no place for: the items of a provider's tools (web_search_call,
 // server_tool_use…) kept from a history of another format. Images, audio and files, which every
-// format carries, and reasoning and thinking, which are the model's and documented as such,
-// are not named.
+// format carries, reasoning and thinking, which are the model's and documented as such, and
+// declarations of tools, whose tools are sent as tools, are not named.
 func omittedItems(conv *hippocam.Conversation, up hippocam.Format) []string {
 	var out []string
 	for i := range conv.Messages {
@@ -61,7 +61,7 @@ func omittedItems(conv *hippocam.Conversation, up hippocam.Format) []string {
 				continue
 			}
 			switch p.Type {
-			case hippocam.PartImage, hippocam.PartAudio, hippocam.PartFile, wire.PartReasoning,
+			case hippocam.PartImage, hippocam.PartAudio, hippocam.PartFile, hippocam.PartTools, wire.PartReasoning,
 				anthropic.PartThinking, anthropic.PartRedactedThinking, anthropic.PartToolError:
 				continue
 			}

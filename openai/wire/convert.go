@@ -136,11 +136,16 @@ func FromTool(t *hippocam.Tool) ToolDef {
 
 // forChat returns r as a chat-completions upstream receives it (hippocam.UpstreamTool): its
 // tools that reach such an upstream, under their upstream names; its tool choice naming those;
-// its messages' calls of namespaced and custom tools as hippocam.UpstreamCall writes them. r is
-// returned itself when nothing changes.
+// its messages' calls of namespaced and custom tools as hippocam.UpstreamCall writes them; its
+// messages that only declare tools (hippocam.Message.DeclaresTools) left out. r is returned
+// itself when nothing changes.
 func forChat(r *hippocam.Request) *hippocam.Request {
 	special := hippocam.SpecialCalls(r.Messages)
-	plain := !special
+	declared := false
+	for i := range r.Messages {
+		declared = declared || r.Messages[i].DeclaresTools()
+	}
+	plain := !special && !declared
 	for i := range r.Tools {
 		if t := &r.Tools[i]; t.Kind != hippocam.ToolFunction || t.Namespace != "" || len(t.Raw) > 0 {
 			plain = false
@@ -157,9 +162,12 @@ func forChat(r *hippocam.Request) *hippocam.Request {
 		}
 	}
 	out.ToolChoice = hippocam.UpstreamToolChoice(r.Tools, r.ToolChoice, hippocam.FormatChat)
-	if special {
-		out.Messages = make([]hippocam.Message, len(r.Messages))
-		for i, m := range r.Messages {
+	if special || declared {
+		out.Messages = make([]hippocam.Message, 0, len(r.Messages))
+		for _, m := range r.Messages {
+			if m.DeclaresTools() {
+				continue
+			}
 			if len(m.ToolCalls) > 0 {
 				calls := make([]hippocam.ToolCall, len(m.ToolCalls))
 				for j, c := range m.ToolCalls {
@@ -167,7 +175,7 @@ func forChat(r *hippocam.Request) *hippocam.Request {
 				}
 				m.ToolCalls = calls
 			}
-			out.Messages[i] = m
+			out.Messages = append(out.Messages, m)
 		}
 	}
 	return &out

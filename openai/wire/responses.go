@@ -210,7 +210,7 @@ func (r *ResponsesRequest) Conversation() (*hippocam.Conversation, error) {
 		conv.MaxTokens = *r.MaxOutputTokens
 	}
 	var err error
-	if conv.Tools, err = readTools(r.Tools); err != nil {
+	if conv.Tools, err = readTools("tools", r.Tools); err != nil {
 		return nil, err
 	}
 	if conv.ToolChoice, err = readToolChoice(r.ToolChoice); err != nil {
@@ -255,10 +255,10 @@ func (r *ResponsesRequest) passOn() json.RawMessage {
 // readTools converts the request's tools: functions, custom tools, the functions and custom
 // tools of namespaces (each with its Namespace, Raw the namespace's bytes), and every other type
 // as a provider tool named by its name or else its type, kept byte for byte.
-func readTools(tools []ResponsesTool) ([]hippocam.Tool, error) {
+func readTools(where string, tools []ResponsesTool) ([]hippocam.Tool, error) {
 	var out []hippocam.Tool
 	for i, t := range tools {
-		at := fmt.Sprintf("tools[%d]", i)
+		at := fmt.Sprintf("%s[%d]", where, i)
 		switch t.Type {
 		case "function", "custom":
 			tool, err := readTool(at, &t, "", nil)
@@ -473,6 +473,8 @@ func (rd *inputReader) item(i int, raw json.RawMessage) error {
 		return rd.functionCall(at, &it, raw)
 	case "custom_tool_call_output":
 		return rd.functionOutput(at, &it, raw)
+	case "additional_tools":
+		return rd.additionalTools(at, raw)
 	case "item_reference":
 		return hippocam.Errorf(hippocam.EINVALID, "%s: item_reference is not supported; send the items", at)
 	}
@@ -523,6 +525,42 @@ func (rd *inputReader) message(at string, it *InputItem, raw json.RawMessage) er
 	}
 	rd.flush()
 	rd.started = true
+	rd.conv.Messages = append(rd.conv.Messages, m)
+	return nil
+}
+
+// additionalTools reads an additional_tools item, with which Codex declares its tools within the
+// input instead of in "tools": its tools join the conversation's, read as "tools" is, and the
+// item is kept where it stands as a message that only declares tools (hippocam.PartTools): in
+// the framing while no transcript item came before it, in the transcript after. It does not
+// start the transcript: the developer messages after a leading one are framing still.
+func (rd *inputReader) additionalTools(at string, raw json.RawMessage) error {
+	var item struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &item); err != nil {
+		return hippocam.Errorf(hippocam.EINVALID, "%s: %v", at, err)
+	}
+	if len(item.Tools) == 0 || item.Tools[0] != '[' {
+		return hippocam.Errorf(hippocam.EINVALID, "%s: an additional_tools item needs a tools array", at)
+	}
+	var list []ResponsesTool
+	if err := json.Unmarshal(item.Tools, &list); err != nil {
+		return hippocam.Errorf(hippocam.EINVALID, "%s.tools: %v", at, err)
+	}
+	tools, err := readTools(at+".tools", list)
+	if err != nil {
+		return err
+	}
+	rd.conv.Tools = append(rd.conv.Tools, tools...)
+	m := hippocam.Message{Role: hippocam.RoleSystem, Kind: hippocam.KindRaw,
+		Parts:  []hippocam.Part{{Type: hippocam.PartTools, Data: hippocam.CanonicalJSON(string(item.Tools)), Format: hippocam.FormatResponses, Raw: string(raw)}},
+		Origin: &hippocam.Origin{Format: hippocam.FormatResponses, Raw: string(raw)}}
+	if !rd.started {
+		rd.conv.Framing = append(rd.conv.Framing, m)
+		return nil
+	}
+	rd.flush()
 	rd.conv.Messages = append(rd.conv.Messages, m)
 	return nil
 }
