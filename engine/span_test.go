@@ -83,3 +83,20 @@ func TestPromptsHoldNoInstructionLines(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanCallsAsTheModelSawThem names a call of a namespaced custom tool as the upstream model
+// knows it, by its flat name with its input as the "input" argument: the model (and the
+// simulated one) matches span lines against the calls it was shown.
+func TestSpanCallsAsTheModelSawThem(t *testing.T) {
+	m := &hippocam.Message{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{
+		{ID: "c1", Name: "exec", Namespace: "functions", Kind: hippocam.ToolCustom, Arguments: `text("hi")`},
+		{ID: "c2", Name: "sleep", Namespace: "clock", Arguments: `{"ms":1}`},
+		{ID: "c3", Name: "shell", Arguments: `{"cmd":"ls"}`},
+	}}
+	if got, want := engine.SpanCallNames(m), "functions__exec, clock__sleep, shell"; got != want {
+		t.Errorf("SpanCallNames = %q, want %q", got, want)
+	}
+	if got, want := engine.SpanCallText(m), `functions__exec {"input":"text(\"hi\")"}; clock__sleep {"ms":1}; shell {"cmd":"ls"}`; got != want {
+		t.Errorf("SpanCallText = %q, want %q", got, want)
+	}
+}

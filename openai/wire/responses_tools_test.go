@@ -173,3 +173,56 @@ func TestResponseToolCallItems(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAdditionalTools reads Codex's additional_tools input item: its tools join the
+// request's, read as "tools" is (a namespace's custom and function tools, a tool the provider
+// runs); the item is kept, byte for byte, as a message that only declares tools, in the framing
+// when it leads (the developer messages after it stay framing) and in its place after the
+// transcript began.
+func TestReadAdditionalTools(t *testing.T) {
+	ns := `{"type":"namespace","name":"functions","description":"","tools":[{"type":"custom","name":"exec","description":"Run JavaScript.","format":{"type":"grammar","syntax":"lark","definition":"start: SOURCE"}},{"type":"function","name":"wait","parameters":{"type":"object"}}]}`
+	lead := `{"type":"additional_tools","id":"at_1","role":"developer","tools":[` + ns + `,{"type":"web_search"}]}`
+	later := `{"type":"additional_tools","id":"at_2","role":"developer","tools":[{"type":"function","name":"sleep","parameters":{"type":"object"}}]}`
+	dev := `{"type":"message","role":"developer","content":"Be brief."}`
+	user := `{"type":"message","role":"user","content":"hi"}`
+	conv := mustRead(t, `{"tools":[{"type":"function","name":"shell"}],"input":[`+lead+`,`+dev+`,`+user+`,`+later+`,`+user+`]}`)
+
+	var names []string
+	for _, tl := range conv.Tools {
+		names = append(names, tl.Namespace+"/"+tl.Name+":"+string(tl.Kind))
+	}
+	if got := strings.Join(names, " "); got != "/shell: functions/exec:custom functions/wait: /web_search:provider /sleep:" {
+		t.Errorf("tools %s", got)
+	}
+	if got := string(conv.Tools[1].Parameters); got != `{"type":"grammar","syntax":"lark","definition":"start: SOURCE"}` {
+		t.Errorf("exec's input format %s", got)
+	}
+	if len(conv.Framing) != 2 || !conv.Framing[0].DeclaresTools() || conv.Framing[0].Origin.Raw != lead || conv.Framing[1].Content != "Be brief." {
+		t.Fatalf("framing %+v", conv.Framing)
+	}
+	if len(conv.Messages) != 3 || !conv.Messages[1].DeclaresTools() || conv.Messages[1].Origin.Raw != later || conv.Messages[1].Role != hippocam.RoleSystem {
+		t.Fatalf("messages %+v", conv.Messages)
+	}
+
+	// The part fingerprints the tools: the same list under another item id is the same framing,
+	// another list is not.
+	again := mustRead(t, `{"input":[`+strings.Replace(lead, "at_1", "at_9", 1)+`,`+user+`]}`)
+	other := mustRead(t, `{"input":[`+strings.Replace(lead, "Run JavaScript.", "Run code.", 1)+`,`+user+`]}`)
+	if hippocam.FramingHash(again.Framing[:1]) != hippocam.FramingHash(conv.Framing[:1]) {
+		t.Errorf("the item's id changed the framing")
+	}
+	if hippocam.FramingHash(other.Framing) == hippocam.FramingHash(conv.Framing[:1]) {
+		t.Errorf("a changed tool list left the framing as it was")
+	}
+
+	for _, tc := range []struct{ body, err string }{
+		{`{"input":[{"type":"additional_tools","id":"at_1"},` + user + `]}`, "input[0]: an additional_tools item needs a tools array"},
+		{`{"input":[{"type":"additional_tools","tools":[{"type":"namespace","name":"n","tools":[{"type":"web_search"}]}]},` + user + `]}`, `input[0].tools[0].tools[0]: a namespace holds function and custom tools, not "web_search"`},
+		{`{"input":[{"type":"additional_tools","tools":[{"type":"function"}]},` + user + `]}`, "input[0].tools[0]: a function tool needs a name"},
+	} {
+		_, err := wire.ReadResponsesRequest([]byte(tc.body))
+		if hippocam.ErrorCode(err) != hippocam.EINVALID || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: got %v, want EINVALID %q", tc.body, err, tc.err)
+		}
+	}
+}
