@@ -164,3 +164,63 @@ func TestCodexCodeMode(t *testing.T) {
 		})
 	}
 }
+
+// TestCodexCompactionHandoff: after Codex compacts a conversation itself, its next request is a
+// new history (the earlier prompts without their answers, then the summary under "Another
+// language model started to solve this problem…"). It becomes a session of its own, in the
+// conversation's group, since it names the same session-id.
+func TestCodexCompactionHandoff(t *testing.T) {
+	first, err := os.ReadFile("testdata/codex_code_mode.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]json.RawMessage
+	json.Unmarshal(bytes.TrimSpace(first), &req)
+	req["stream"] = json.RawMessage("false")
+	answer := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hello from sim"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`
+	up := newScripted(t, answer, answer)
+	s := newFormatServer(t, up, hippocam.FormatChat)
+	send := func(body []byte) string {
+		t.Helper()
+		rep := s.do(t, "POST", "/v1/responses", "", "", body, "Session-Id", "thread-1")
+		if rep.status != http.StatusOK {
+			t.Fatalf("status %d: %s", rep.status, rep.body)
+		}
+		if ev := rep.header.Get(httpapi.EventHeader); ev != "created" {
+			t.Errorf("event %q, want created", ev)
+		}
+		return rep.header.Get(httpapi.SessionHeader)
+	}
+	before, _ := json.Marshal(req)
+	a := send(before)
+
+	var input []json.RawMessage
+	json.Unmarshal(req["input"], &input)
+	handoff := append(slices.Clone(input[:6]),
+		json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"!say hello from sim"}]}`),
+		json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"Another language model started to solve this problem and produced a summary of its thinking process.\n\nThe user asked for a greeting; it was given."}]}`),
+		json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"!say next"}]}`))
+	req["input"], _ = json.Marshal(handoff)
+	after, _ := json.Marshal(req)
+	b := send(after)
+	if a == b {
+		t.Fatalf("the handoff continued session %s", a)
+	}
+	var list struct {
+		Sessions []struct {
+			ID    string `json:"id"`
+			Group string `json:"group"`
+		} `json:"sessions"`
+	}
+	s.do(t, "GET", "/api/sessions?group=thread-1", "", "", nil).json(t, &list)
+	var ids []string
+	for _, in := range list.Sessions {
+		ids = append(ids, in.ID)
+	}
+	slices.Sort(ids)
+	want := []string{a, b}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Errorf("group thread-1 holds %v, want %v", ids, want)
+	}
+}
