@@ -11,8 +11,9 @@ import (
 // agentCLI says how to drive one agent CLI, installed from npm with its defaults, through
 // `hippocam serve` in front of the simulated model.
 type agentCLI struct {
-	// name is the executable in the harness's node_modules/.bin.
-	name string
+	// name is the CLI's command, and bin the path of its executable in the harness's
+	// node_modules.
+	name, bin string
 	// serveFlags are the flags of the serve in front of the simulated model.
 	serveFlags []string
 	// configure writes the CLI's settings for a run in project with home as HOME, pointed at
@@ -45,6 +46,7 @@ const (
 // checks, error reports) off so that it makes no call but the model's.
 var claudeCode = agentCLI{
 	name:       "claude",
+	bin:        ".bin/claude",
 	serveFlags: []string{"--upstream-format", "anthropic"},
 	configure: func(t *testing.T, root, home, project string) []string {
 		return []string{
@@ -76,6 +78,7 @@ var claudeCode = agentCLI{
 // the project.
 var codex = agentCLI{
 	name: "codex",
+	bin:  ".bin/codex",
 	configure: func(t *testing.T, root, home, project string) []string {
 		dir := filepath.Join(home, ".codex")
 		config := fmt.Sprintf(codexConfig, root+"/v1")
@@ -117,6 +120,8 @@ enabled = false
 // goes through standard input: `opencode run` puts quotes around an argument that holds spaces.
 var opencode = agentCLI{
 	name: "opencode",
+	// The harness installs opencode's linux-x64 build directly (its package.json says why).
+	bin: "opencode-linux-x64/bin/opencode",
 	configure: func(t *testing.T, root, home, project string) []string {
 		config := fmt.Sprintf(opencodeConfig, root+"/v1")
 		if err := os.WriteFile(filepath.Join(project, "opencode.json"), []byte(config), 0o644); err != nil {
@@ -184,7 +189,7 @@ func TestOpencode(t *testing.T) { testAgentCLI(t, opencode) }
 
 // testAgentCLI runs the three cases of a CLI, one after another, through one serve.
 func testAgentCLI(t *testing.T, a agentCLI) {
-	bin := mustCLI(t, a.name)
+	bin := mustCLI(t, a.name, a.bin)
 	s := startCLIStack(t, a.serveFlags...)
 
 	t.Run("OneShot", func(t *testing.T) {

@@ -27,13 +27,13 @@ const cliHarness = "testdata/clis"
 // cliTimeout bounds one run of a CLI; a run that takes longer is killed and fails its test.
 const cliTimeout = 2 * time.Minute
 
-// mustCLI returns the path of the harness's executable name after checking that the harness's
-// packages are installed at their pinned versions and that the executable runs (its native
-// binary, which npm installs from a platform package, is there). Without them the test is skipped,
-// unless CI is set: then it fails and says how to install them.
-func mustCLI(t *testing.T, name string) string {
+// mustCLI returns the absolute path of the executable at rel in the harness's node_modules after
+// checking that the harness's packages are installed at their pinned versions and that the
+// executable runs (its native binary, which npm installs from a platform package, is there).
+// Without them the test is skipped, unless CI is set: then it fails and says how to install them.
+func mustCLI(t *testing.T, name, rel string) string {
 	t.Helper()
-	bin, err := filepath.Abs(filepath.Join(cliHarness, "node_modules", ".bin", name))
+	bin, err := filepath.Abs(filepath.Join(cliHarness, "node_modules", filepath.FromSlash(rel)))
 	if err == nil {
 		err = harnessInstalled(cliHarness)
 	}
