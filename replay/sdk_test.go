@@ -34,7 +34,7 @@ func mustNodeHarness(t *testing.T) string {
 	missing := ""
 	if err != nil {
 		missing = "node is not on PATH (install Node.js 20 or later)"
-	} else if err := harnessInstalled(nodeHarness); err != nil {
+	} else if err := harnessInstalled(); err != nil {
 		missing = err.Error() + " (run: cd httpapi/testdata/node && npm ci)"
 	}
 	if missing == "" {
@@ -47,13 +47,13 @@ func mustNodeHarness(t *testing.T) string {
 	return ""
 }
 
-// harnessInstalled checks that every dependency of the npm harness in dir (its package.json) is
-// installed at its pinned version.
-func harnessInstalled(dir string) error {
+// harnessInstalled checks that every dependency of the harness's package.json is installed at
+// its pinned version.
+func harnessInstalled() error {
 	var pkg struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	b, err := os.ReadFile(filepath.Join(nodeHarness, "package.json"))
 	if err == nil {
 		err = json.Unmarshal(b, &pkg)
 	}
@@ -62,7 +62,7 @@ func harnessInstalled(dir string) error {
 	}
 	for name, want := range pkg.Dependencies {
 		var got struct{ Version string }
-		b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
+		b, err := os.ReadFile(filepath.Join(nodeHarness, "node_modules", filepath.FromSlash(name), "package.json"))
 		if err != nil {
 			return fmt.Errorf("the harness's package %s is not installed", name)
 		}
@@ -287,9 +287,8 @@ func (s *syncBuffer) String() string {
 }
 
 // startProxy builds the hippocam binary and runs `hippocam serve` in front of upstream (an
-// OpenAI-compatible base URL) with a fresh SQLite store, until the test ends. Flags in extra
-// come last, so they override the defaults set here.
-func startProxy(t *testing.T, upstream string, extra ...string) *proxy {
+// OpenAI-compatible base URL) with a fresh SQLite store, until the test ends.
+func startProxy(t *testing.T, upstream string) *proxy {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -312,9 +311,8 @@ func startProxy(t *testing.T, upstream string, extra ...string) *proxy {
 	for try := 0; ; try++ {
 		addr := freeLoopbackAddr(t)
 		p := &proxy{root: "http://" + addr, log: &syncBuffer{}}
-		args := []string{"serve", "--addr", addr, "--db", filepath.Join(dir, fmt.Sprintf("sdk%d.db", try)),
-			"--upstream", upstream, "--context-window", "8000", "--model", "hippocam-sim"}
-		cmd := exec.Command(bin, append(args, extra...)...)
+		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", filepath.Join(dir, fmt.Sprintf("sdk%d.db", try)),
+			"--upstream", upstream, "--context-window", "8000", "--model", "hippocam-sim")
 		cmd.Env, cmd.Stdout, cmd.Stderr = env, p.log, p.log
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start hippocam serve: %v", err)

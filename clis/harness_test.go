@@ -1,4 +1,4 @@
-package replay_test
+package clis_test
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,11 +19,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hippocam/hippocam/sim"
+	"github.com/hippocam/hippocam/tokenizer"
 )
 
 // cliHarness is the directory of the agent CLIs' locked npm packages (Claude Code, Codex,
 // opencode), installed by `npm ci` there; .ci/run does it.
-const cliHarness = "testdata/clis"
+const cliHarness = "testdata"
 
 // cliTimeout bounds one run of a CLI; a run that takes longer is killed and fails its test.
 const cliTimeout = 2 * time.Minute
@@ -48,7 +52,7 @@ func mustCLI(t *testing.T, name, rel string) string {
 	if err == nil {
 		return bin
 	}
-	msg := fmt.Sprintf("agent CLI %s: %v (run: cd replay/testdata/clis && npm ci)", name, err)
+	msg := fmt.Sprintf("agent CLI %s: %v (run: cd clis/testdata && npm ci)", name, err)
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
@@ -181,21 +185,154 @@ func (w *teeWriter) Flush() {
 // serve: root is where a CLI is pointed.
 type cliStack struct {
 	root  string
-	serve *proxy
+	serve *serve
 	wire  *wireLog
 }
 
 // startCLIStack starts a cliStack whose serve gets the flags in extra (e.g. its upstream format).
-// The window is large, as a real agent's would be: a CLI's framing and tools alone weigh tens of
-// thousands of tokens.
 func startCLIStack(t *testing.T, extra ...string) *cliStack {
 	t.Helper()
-	upstream := simServer(t, nil)
-	p := startProxy(t, upstream.URL+"/v1", append([]string{"--context-window", "400000"}, extra...)...)
+	upstream := httptest.NewServer(sim.New(tokenizer.MustDefault()).Handler())
+	t.Cleanup(upstream.Close)
+	p := startServe(t, upstream.URL+"/v1", extra...)
 	w := &wireLog{}
 	s := &cliStack{root: w.tap(t, p.root), serve: p, wire: w}
 	t.Cleanup(func() { w.save(t) })
 	return s
+}
+
+// serve is a `hippocam serve` process.
+type serve struct {
+	root string
+	log  *syncBuffer
+}
+
+// startServe builds the hippocam binary and runs `hippocam serve` in front of upstream with a
+// fresh SQLite store and the flags in extra, until the test ends. The window is large, as a real
+// agent's would be: a CLI's framing and tools alone weigh tens of thousands of tokens.
+func startServe(t *testing.T, upstream string, extra ...string) *serve {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hippocam")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/hippocam: %v\n%s", err, out)
+	}
+	// serve reads its settings from HIPPOCAM_* and upstream keys from OPENAI_* and ANTHROPIC_*:
+	// none of the developer's may leak in.
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HIPPOCAM_") && !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "ANTHROPIC_") {
+			env = append(env, kv)
+		}
+	}
+	for try := 0; try < 3; try++ {
+		addr := freeLoopbackAddr(t)
+		s := &serve{root: "http://" + addr, log: &syncBuffer{}}
+		args := append([]string{"serve", "--addr", addr, "--db", filepath.Join(dir, fmt.Sprintf("serve%d.db", try)),
+			"--upstream", upstream, "--context-window", "400000", "--model", "hippocam-sim"}, extra...)
+		cmd := exec.Command(bin, args...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, s.log, s.log
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start hippocam serve: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		if healthy(s.root+"/healthz", exited) {
+			t.Cleanup(func() {
+				cmd.Process.Signal(os.Interrupt)
+				select {
+				case <-exited:
+				case <-time.After(30 * time.Second):
+					cmd.Process.Kill()
+					<-exited
+					t.Errorf("hippocam serve did not shut down in 30 s")
+				}
+			})
+			return s
+		}
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+		// The port may have been taken between freeLoopbackAddr and serve's listen: try another.
+		if try == 2 {
+			t.Fatalf("hippocam serve did not come up:\n%s", s.log.String())
+		}
+	}
+	return nil
+}
+
+// healthy waits up to 20 s for url to answer 200, and reports false early if the process exits.
+func healthy(url string, exited chan error) bool {
+	for i := 0; i < 400; i++ {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is a bytes.Buffer that a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harnessInstalled checks that every dependency of the npm harness in dir (its package.json) is
+// installed at its pinned version.
+func harnessInstalled(dir string) error {
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &pkg)
+	}
+	if err != nil {
+		return fmt.Errorf("the harness's package.json: %v", err)
+	}
+	for name, want := range pkg.Dependencies {
+		var got struct{ Version string }
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", filepath.FromSlash(name), "package.json"))
+		if err != nil {
+			return fmt.Errorf("the harness's package %s is not installed", name)
+		}
+		if err := json.Unmarshal(b, &got); err != nil || got.Version != want {
+			return fmt.Errorf("the harness's package %s is at %q, package.json pins %s", name, got.Version, want)
+		}
+	}
+	return nil
 }
 
 // cliRun is one run of a CLI: its command line, working directory and environment.

@@ -1,4 +1,4 @@
-package replay_test
+package clis_test
 
 import (
 	"fmt"
