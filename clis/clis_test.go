@@ -36,9 +36,8 @@ type agentCLI struct {
 // The answers the simulated model gives to the cases' directives.
 const (
 	oneShotAnswer = "hello from the sim"
+	secondAnswer  = "the second answer"
 	toolAnswer    = "the tool ran"
-	firstAnswer   = "first answer"
-	secondAnswer  = "second answer"
 )
 
 // claudeCode is Claude Code (`claude -p`) with its default model, pointed at Hippocam's Anthropic
@@ -166,41 +165,71 @@ const opencodeConfig = `{
 }
 `
 
-// TestClaudeCode drives Claude Code through Hippocam: a one-shot answer, a round trip through
-// its Bash tool, and a --continue, each one Hippocam session.
+// TestClaudeCode drives Claude Code through Hippocam: a one-shot answer, its --continue, and a
+// round trip through its Bash tool, each conversation one Hippocam session.
 //
 // Red until Hippocam takes Claude Code's requests: its default model sends a `system` message
 // after the user's (no beta header names it), refused today with a 400 whose wording Claude
 // Code's fallback does not recognise.
 func TestClaudeCode(t *testing.T) { testAgentCLI(t, claudeCode) }
 
-// TestCodex drives Codex through Hippocam: a one-shot answer, a round trip through its exec tool
-// (JavaScript calling exec_command), and an `exec resume --last`, each one Hippocam session.
+// TestCodex drives Codex through Hippocam: a one-shot answer, its `exec resume --last`, and a
+// round trip through its exec tool (JavaScript calling exec_command), each conversation one
+// Hippocam session.
 //
 // Red until Hippocam takes Codex's requests: its default model sends its tools as an
 // `additional_tools` input item (namespaces of function tools and the freeform custom tool
 // `exec`), refused today with a 400.
 func TestCodex(t *testing.T) { testAgentCLI(t, codex) }
 
-// TestOpencode drives opencode through Hippocam: a one-shot answer, a round trip through its
-// bash tool, and a --continue, each one Hippocam conversation. opencode's title requests are
+// TestOpencode drives opencode through Hippocam: a one-shot answer, its --continue, and a round
+// trip through its bash tool, each conversation one Hippocam session. opencode's title requests are
 // sessions of their own today, allowed beside the conversation's one session.
 func TestOpencode(t *testing.T) { testAgentCLI(t, opencode) }
 
-// testAgentCLI runs the three cases of a CLI, one after another, through one serve.
+// testAgentCLI runs the three cases of a CLI through one serve: a one-shot, its continuation
+// (which continues the one-shot's conversation, to spare a run of the CLI: each takes seconds to
+// start), and a tool round trip. The three CLIs' tests run in parallel.
 func testAgentCLI(t *testing.T, a agentCLI) {
+	t.Parallel()
+	top := t
 	bin := mustCLI(t, a.name, a.bin)
 	s := startCLIStack(t, a.serveFlags...)
 
+	var oneShot *cliCase
+	var session string
 	t.Run("OneShot", func(t *testing.T) {
-		c := newCLICase(t, s, a, bin)
+		c := newCLICase(t, top, s, a, bin)
 		before := s.sessions(t)
 		c.expect(t, oneShotAnswer, c.send(t, "!say "+oneShotAnswer, false))
-		c.oneConversation(t, before, oneShotAnswer)
+		session = c.oneConversation(t, before, oneShotAnswer)
+		oneShot = c
+	})
+
+	t.Run("Continue", func(t *testing.T) {
+		if oneShot == nil {
+			t.Fatal("the one-shot failed: there is no conversation to continue")
+		}
+		c := oneShot.next(t)
+		before := s.sessions(t)
+		args, stdin := a.resume("!say " + secondAnswer)
+		c.expect(t, secondAnswer, c.exec(t, args, stdin))
+		if id := c.oneConversation(t, before, secondAnswer); id != session {
+			c.fail(t, "the continued conversation went to session %s, not %s", id, session)
+		}
+		var answers []string
+		for _, m := range s.expand(t, session) {
+			if m.Role == "assistant" {
+				answers = append(answers, m.Content)
+			}
+		}
+		if strings.Join(answers, "|") != oneShotAnswer+"|"+secondAnswer {
+			c.fail(t, "session %s holds the answers %q, want both turns'", session, answers)
+		}
 	})
 
 	t.Run("ToolRoundTrip", func(t *testing.T) {
-		c := newCLICase(t, s, a, bin)
+		c := newCLICase(t, top, s, a, bin)
 		before := s.sessions(t)
 		c.expect(t, toolAnswer, c.send(t, a.shellCall, true))
 		if b, err := os.ReadFile(filepath.Join(c.project, "made.txt")); err != nil || string(b) != "hi\n" {
@@ -218,32 +247,10 @@ func testAgentCLI(t *testing.T, a agentCLI) {
 			c.fail(t, "session %s: %s called %v, its result stored %v", id, a.shell, called, answered)
 		}
 	})
-
-	t.Run("Continue", func(t *testing.T) {
-		c := newCLICase(t, s, a, bin)
-		before := s.sessions(t)
-		c.expect(t, firstAnswer, c.send(t, "!say "+firstAnswer, false))
-		first := c.oneConversation(t, before, firstAnswer)
-		before = s.sessions(t)
-		args, stdin := a.resume("!say " + secondAnswer)
-		c.expect(t, secondAnswer, c.exec(t, args, stdin))
-		if second := c.oneConversation(t, before, secondAnswer); second != first {
-			c.fail(t, "the continued conversation went to session %s, not %s", second, first)
-		}
-		var answers []string
-		for _, m := range s.expand(t, first) {
-			if m.Role == "assistant" {
-				answers = append(answers, m.Content)
-			}
-		}
-		if strings.Join(answers, "|") != firstAnswer+"|"+secondAnswer {
-			c.fail(t, "session %s holds the answers %q, want both turns'", first, answers)
-		}
-	})
 }
 
 // cliCase is one case of a CLI: its own HOME and project directory, so that a continuation
-// finds only the case's own conversation.
+// finds only the conversation it continues.
 type cliCase struct {
 	s             *cliStack
 	bin           string
@@ -255,11 +262,21 @@ type cliCase struct {
 	out, errOut string
 }
 
-func newCLICase(t *testing.T, s *cliStack, a agentCLI, bin string) *cliCase {
+// newCLICase makes a case whose directories last as long as the test top (the CLI's test), so
+// that a later case may continue its conversation.
+func newCLICase(t, top *testing.T, s *cliStack, a agentCLI, bin string) *cliCase {
 	t.Helper()
-	c := &cliCase{s: s, bin: bin, a: a, project: t.TempDir(), home: t.TempDir(), first: s.wire.len()}
+	c := &cliCase{s: s, bin: bin, a: a, project: top.TempDir(), home: top.TempDir(), first: s.wire.len()}
 	c.env = cliEnv(c.home, a.configure(t, s.root, c.home, c.project)...)
 	return c
+}
+
+// next is a case that runs in c's HOME and project (c's conversation is the last there), with
+// its own report of the CLI's requests.
+func (c *cliCase) next(t *testing.T) *cliCase {
+	n := *c
+	n.first, n.out, n.errOut = c.s.wire.len(), "", ""
+	return &n
 }
 
 // send runs the CLI with text as a new conversation's user message and returns its stdout.
