@@ -72,7 +72,8 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 		choice = ""
 	}
 	return &hippocam.Request{Role: hippocam.CallAgent, Model: st.in.Model, Messages: st.requestPrefix(len(st.s.Context)),
-		Tools: st.agentTools(withRecall), ToolChoice: choice, Extra: st.in.Extra}
+		Tools: st.agentTools(withRecall), ToolChoice: choice, MaxTokens: st.in.MaxTokens,
+		Extra: st.in.Extra, ExtraFormat: st.in.ExtraFormat, Betas: st.in.Betas}
 }
 
 // requestPrefix is the messages every request over the context starts with: Hippocam's system
@@ -130,6 +131,9 @@ func (st *step) answer(ctx context.Context) error {
 			return hippocam.Errorf(hippocam.ECAPACITY, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
 		st.res.MaxRequestTokens = max(st.res.MaxRequestTokens, n)
+		if st.in.OnCall != nil {
+			st.in.OnCall(n)
+		}
 		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)

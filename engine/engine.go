@@ -104,11 +104,16 @@ type Input struct {
 	Regenerate string
 	// Tools are the agent's own tools; recall is added beside them.
 	Tools []hippocam.Tool
-	// Model, ToolChoice and Extra pass through to the main model (Extra: temperature,
-	// response_format…). An empty Model means the model client's default.
-	Model      string
-	ToolChoice string
-	Extra      json.RawMessage
+	// Model, ToolChoice, MaxTokens, Extra and Betas pass through to the main model's calls,
+	// and to no other call (Extra: temperature, response_format…, named as in ExtraFormat; see
+	// hippocam.Request). An empty Model means the model client's default; MaxTokens 0, none
+	// asked for.
+	Model       string
+	ToolChoice  string
+	MaxTokens   int
+	Extra       json.RawMessage
+	ExtraFormat hippocam.Format
+	Betas       []string
 	// Advisory, on a session's first step, enters the context as a KindAdvisory message before
 	// the step's messages (what a memory system read for the task, docs/learning.md). Ignored on
 	// later steps.
@@ -124,6 +129,12 @@ type Input struct {
 	// step's goroutine or the model's; it must not block. The pieces joined are exactly the
 	// Answer's Content.
 	OnText func(text string)
+	// OnCall, when set, is called before each main-model call of the step with the input tokens
+	// of the request it sends (messages, framing and tools, counted with the engine's tokenizer),
+	// from the step's goroutine, before any of that call's text reaches OnText; it must not
+	// block. A streaming transport reports it where its format announces the input's size
+	// before the answer's text.
+	OnCall func(inputTokens int)
 }
 
 // Result is what one step produced.

@@ -25,6 +25,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, tenant string)
 		s.fail(w, r, hippocam.FormatAnthropic, err)
 		return
 	}
+	conv.Betas = anthropic.Betas(r.Header)
 	name, named := headerName(r)
 	if named {
 		if err := sessions.CheckName(name); err != nil {
@@ -67,9 +68,11 @@ type messagesStream struct {
 	sw    *anthropic.StreamWriter
 }
 
+// open writes message_start with the input tokens the engine counted for the call whose text
+// follows: the provider's count is known only once the answer is, and message_delta reports it.
 func (m *messagesStream) open(id streamID) error {
 	m.sw = anthropic.NewStreamWriter(m.w, m.model, messageID(id.session, id.answer))
-	return m.sw.Start(hippocam.CallUsage{})
+	return m.sw.Start(hippocam.CallUsage{Input: id.inputTokens})
 }
 
 func (m *messagesStream) text(piece string) error { return m.sw.Text(piece) }
