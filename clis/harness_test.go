@@ -368,11 +368,14 @@ func cliEnv(home string, extra ...string) []string {
 	return append(env, extra...)
 }
 
-// sessionRow is the part of GET /api/sessions the tests read.
+// sessionRow is the part of GET /api/sessions the tests read: kind marks a client's side
+// request (a title request, a subagent), group the client conversation the session belongs to.
 type sessionRow struct {
 	ID        string `json:"id"`
 	Messages  int    `json:"messages"`
 	UpdatedAt string `json:"updated_at"`
+	Kind      string `json:"kind"`
+	Group     string `json:"group"`
 }
 
 // expandedMessage is the part of GET /api/sessions/{id}/expand the tests read.
@@ -422,31 +425,41 @@ func (s *cliStack) expand(t *testing.T, id string) []expandedMessage {
 }
 
 // conversation finds the one session that a CLI run created or extended (a session is new or
-// changed since before) and whose last message is the assistant's answer want. Sessions that
-// side says are the CLI's side requests (a title, say) are allowed beside it and returned apart;
-// any other new or changed session is an error, since one run must stay one conversation.
-func (s *cliStack) conversation(t *testing.T, before map[string]sessionRow, want string, side func([]expandedMessage) bool) (string, []string, error) {
+// changed since before) and whose last message is the assistant's answer want. The sessions of
+// the client's side requests (title requests and the like, which GET /api/sessions marks with a
+// kind) are allowed beside it, in its client conversation, and returned apart; any other new or
+// changed session is an error, since one run must stay one conversation.
+func (s *cliStack) conversation(t *testing.T, before map[string]sessionRow, want string) (string, []string, error) {
 	t.Helper()
-	var main, sides, others []string
+	var main, others []string
+	var sides []sessionRow
+	group := ""
 	for id, r := range s.sessions(t) {
 		if b, ok := before[id]; ok && b == r {
 			continue
 		}
 		msgs := s.expand(t, id)
 		switch {
-		case side != nil && side(msgs):
-			sides = append(sides, id)
+		case r.Kind != "":
+			sides = append(sides, r)
 		case len(msgs) > 0 && msgs[len(msgs)-1].Role == "assistant" && strings.TrimSpace(msgs[len(msgs)-1].Content) == want:
-			main = append(main, id)
+			main, group = append(main, id), r.Group
 		default:
 			others = append(others, fmt.Sprintf("%s (%d messages, last %s)", id, len(msgs), lastMessage(msgs)))
 		}
 	}
-	if len(main) != 1 || len(others) > 0 {
-		return "", sides, fmt.Errorf("want one session ending in the answer %q, got %q, side-request sessions %q and others %q",
-			want, main, sides, others)
+	var ids []string
+	for _, r := range sides {
+		ids = append(ids, r.ID)
+		if r.Group != group {
+			others = append(others, fmt.Sprintf("%s (a %s request of the group %q, not the conversation's %q)", r.ID, r.Kind, r.Group, group))
+		}
 	}
-	return main[0], sides, nil
+	if len(main) != 1 || len(others) > 0 {
+		return "", ids, fmt.Errorf("want one session ending in the answer %q, got %q, side-request sessions %q and others %q",
+			want, main, ids, others)
+	}
+	return main[0], ids, nil
 }
 
 func lastMessage(msgs []expandedMessage) string {
