@@ -25,36 +25,10 @@ import (
 
 // responses is POST /v1/responses.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, tenant string) {
-	body, err := s.readBody(w, r)
+	conv, name, err := s.readResponses(w, r, tenant, false)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatResponses, err)
 		return
-	}
-	if body, err = s.resolveItemReferences(r.Context(), tenant, body); err != nil {
-		s.fail(w, r, hippocam.FormatResponses, err)
-		return
-	}
-	conv, err := wire.ReadResponsesRequest(body)
-	if err != nil {
-		s.fail(w, r, hippocam.FormatResponses, err)
-		return
-	}
-	name, named := headerName(r)
-	if named {
-		if err := sessions.CheckName(name); err != nil {
-			s.fail(w, r, hippocam.FormatResponses, err)
-			return
-		}
-	}
-	if conv.Previous != "" {
-		prevSession, err := s.previousConversation(r.Context(), tenant, conv)
-		if err != nil {
-			s.fail(w, r, hippocam.FormatResponses, err)
-			return
-		}
-		if !named {
-			name = prevSession
-		}
 	}
 	if conv.Stream {
 		s.stream(w, r, tenant, name, conv, hippocam.FormatResponses, &responsesStream{w: w, conv: conv})
@@ -128,11 +102,13 @@ func (s *responsesStream) whole(id streamID, res *sessions.Result) error {
 }
 
 func (s *responsesStream) fail(err error) error {
-	_, typ, code, msg := errorStatus(s.w, err)
+	r := refuse(hippocam.FormatResponses, err)
+	code := r.code
 	if code == "" {
-		code = typ
+		code = r.typ
 	}
-	return s.rs.Fail(code, msg)
+	start := responseOf(s.conv, s.id, s.at, nil)
+	return s.rs.Fail(&start, code, r.message)
 }
 
 // flushWriter flushes after every write, so that stream events leave at once.

@@ -14,10 +14,9 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
+	"net/http/httputil"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -42,6 +41,9 @@ type Config struct {
 	// UpstreamFormat is the format of the upstream the engine's model speaks (FormatChat when
 	// empty): it decides which tools and history items are named as left out of its requests.
 	UpstreamFormat hippocam.Format
+	// PassThrough sends the /v1 routes Hippocam does not serve itself to the upstream (optional:
+	// without it they are 404s; see PassThrough). With it, GET /v1/models passes through too.
+	PassThrough *PassThrough
 	// Keys maps API keys to tenants. Empty: no authentication, one tenant ("").
 	Keys map[string]string
 	// Viewer serves the web viewer at "/" (optional).
@@ -77,6 +79,8 @@ type Server struct {
 	// chats reads chat requests, comparing a resent history with the last ones it read instead
 	// of decoding it again (about 100k messages kept, at most ~40 MB).
 	chats *wire.ChatReader
+	// proxy passes the other /v1 routes through to the upstream (nil without Config.PassThrough).
+	proxy *httputil.ReverseProxy
 }
 
 // New returns a server. EINVALID when the engine or the store is missing. Without a session
@@ -111,6 +115,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics.WatchService(cfg.Sessions)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: wire.NewChatReader(100_000)}
+	if cfg.PassThrough != nil {
+		rp, err := newPassThrough(cfg.PassThrough, len(cfg.Keys) > 0)
+		if err != nil {
+			return nil, err
+		}
+		rp.ErrorHandler = s.proxyError
+		rp.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+		s.proxy = rp
+	}
 	s.routes()
 	return s, nil
 }
@@ -119,8 +132,16 @@ func (s *Server) routes() {
 	s.handle("POST /v1/chat/completions", "chat", s.chatCompletions)
 	s.handle("POST /v1/responses", "responses", s.responses)
 	s.handle("POST /v1/messages", "messages", s.messages)
+	s.handle("POST /v1/messages/count_tokens", "count_tokens", s.countMessageTokens) // endpoints.go
+	s.handle("POST /v1/responses/input_tokens", "input_tokens", s.countInputTokens)
+	s.handle("POST /v1/responses/compact", "compact", s.compact) // compact.go
+	s.handle("GET /v1/responses/{id}", "response", s.getResponse)
+	other := "unknown" // what the metrics and logs call the /v1 routes Hippocam does not serve
+	if s.proxy != nil {
+		other = "passthrough"
+	}
 	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		s.handle(method+" /v1/", "unknown", s.missing) // the format's error JSON, not plain text
+		s.handle(method+" /v1/", other, s.passThrough) // passthrough.go: to the upstream, else a 404
 		s.handle(method+" /api/", "unknown", s.missing)
 	}
 	s.handle("GET /v1/models", "models", s.models)
@@ -168,9 +189,10 @@ func (s *Server) handle(pattern, route string, h func(http.ResponseWriter, *http
 			}
 		}()
 		tenant, ok := s.authenticate(r)
+		r = withRequestInfo(r, route, tenant)
 		if !ok {
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="hippocam"`)
-			writeError(rec, hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: send Authorization: Bearer KEY"))
+			s.fail(rec, r, formatOf(r.URL.Path), hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: send Authorization: Bearer KEY (or x-api-key: KEY)"))
 			return
 		}
 		h(rec, r, tenant)
@@ -265,66 +287,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-}
-
-// upstreamStatus is implemented by model-client errors that carry the provider's HTTP status.
-type upstreamStatus interface {
-	UpstreamStatus() (int, time.Duration)
-}
-
-// writeError maps err once to an HTTP status and OpenAI's error JSON. Internal details never
-// reach the client.
-func writeError(w http.ResponseWriter, err error) {
-	status, typ, code, msg := errorStatus(w, err)
-	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
-	if code != "" {
-		body["code"] = code
-	}
-	writeJSON(w, status, map[string]any{"error": body})
-}
-
-// errorStatus maps err to its HTTP status, OpenAI error type and code, and the message a client
-// may see; it sets Retry-After when the upstream asked for a wait.
-func errorStatus(w http.ResponseWriter, err error) (status int, typ, code, msg string) {
-	status, typ, code, msg = http.StatusInternalServerError, "server_error", "", hippocam.ErrorMessage(err)
-	var up upstreamStatus
-	if errors.As(err, &up) {
-		st, wait := up.UpstreamStatus()
-		switch {
-		case st == http.StatusTooManyRequests:
-			status, typ, code = st, "rate_limit_error", "rate_limit_exceeded"
-		case st >= 500:
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
-		case st == http.StatusUnauthorized || st == http.StatusForbidden:
-			// The operator's upstream credentials were refused: say so without the provider's
-			// text, which may quote the key.
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_auth_failed"
-			msg = "the upstream model refused Hippocam's credentials; the operator must check the upstream API key"
-		default:
-			status, typ = st, "invalid_request_error"
-		}
-		if wait > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		}
-	} else {
-		switch ec := hippocam.ErrorCode(err); {
-		case ec == hippocam.EINVALID && errors.As(err, new(methodError)):
-			status, typ = http.StatusMethodNotAllowed, "invalid_request_error"
-		case ec == hippocam.EINVALID:
-			status, typ = http.StatusBadRequest, "invalid_request_error"
-		case ec == hippocam.ECAPACITY:
-			status, typ, code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
-		case ec == hippocam.ENOTFOUND:
-			status, typ, code = http.StatusNotFound, "invalid_request_error", "not_found"
-		case ec == hippocam.ECONFLICT:
-			status, typ, code = http.StatusConflict, "invalid_request_error", "conflict"
-		case ec == hippocam.EUNAUTHORIZED:
-			status, typ, code = http.StatusUnauthorized, "authentication_error", "invalid_api_key"
-		case ec == hippocam.EFORBIDDEN:
-			status, typ, code = http.StatusForbidden, "permission_error", "forbidden"
-		case ec == hippocam.EUNAVAILABLE:
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
-		}
-	}
-	return status, typ, code, msg
 }
