@@ -22,7 +22,14 @@
 //
 // Resources: hippocam://lessons.md (the lessons file, as GET /api/lessons/export serves it) and
 // hippocam://sessions/{id}/expand (a session's expansion, as GET /api/sessions/{id}/expand
-// serves it), a template whose instances, one per session of the tenant, are listed too.
+// serves it), a template whose instances, one per session of the tenant, are listed too. The
+// template's id completes to the tenant's session ids (completion/complete: complete.go).
+//
+// Subscriptions (notify.go). A client may subscribe to any resource (resources/subscribe, or a
+// subscriptions/listen stream in the stateless protocol) and is told when it changes; every
+// client of a tenant is told when the list of resources changes (a session created or deleted).
+// What changed is told by the session service (sessions.Service.ObserveChanges), so a server
+// hears of the changes its own process commits.
 //
 // Tenants. An MCP server belongs to one tenant (Server.For): every call reads and writes that
 // tenant's sessions and clusters only. A session of another tenant and one that does not exist
