@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam/mcp"
 	"github.com/hippocam/hippocam/sessions"
