@@ -101,6 +101,7 @@ type Server struct {
 	mu      sync.Mutex
 	tenants map[string]*tenantServer
 	notes   notifier
+	streams streams // the GET streams of /mcp
 	stop    func() // stops observing the session service
 }
 

@@ -92,6 +92,10 @@ const noticeTimeout = 10 * time.Second
 
 // send sends one notice to the tenant's connected clients.
 func (s *Server) send(n notice) {
+	if n.list {
+		s.streams.send(n.tenant, "notifications/resources/list_changed", struct{}{})
+	}
+	s.streams.send(n.tenant, "notifications/resources/updated", map[string]string{"uri": n.uri})
 	t := s.server(n.tenant)
 	if t == nil || !connected(t.srv) {
 		return

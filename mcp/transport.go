@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,14 +94,27 @@ func (nopWriteCloser) Close() error { return nil }
 // (WithTenant: the caller authenticates every request first; a request without a tenant is a
 // 400). It runs stateless: every HTTP request is one exchange with the server of the tenant it
 // was authenticated as, so an MCP session id never carries a tenant from one request to the
-// next, and any replica can answer any request. Answers are JSON (no event streams: the server
-// sends nothing unasked). Bodies are bounded by maxBody bytes.
+// next, and any replica can answer any request. Answers are JSON, but for subscriptions/listen
+// (an event stream of its notifications). A GET that accepts an event stream opens the
+// tenant's notification stream (stream.go); DELETE is 405. Bodies are bounded by maxBody bytes.
 func (s *Server) HTTPHandler(maxBody int64) http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		tenant, ok := tenantOf(r.Context())
 		if !ok {
 			return nil
 		}
 		return s.For(tenant)
 	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBody})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, ok := tenantOf(r.Context())
+		if r.Method != http.MethodGet || !ok || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if rebinding(r) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+		s.serveStream(w, r, tenant)
+	})
 }
