@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"

@@ -102,7 +102,7 @@ type Server struct {
 	tenants map[string]*tenantServer
 	notes   notifier
 	streams streams // the GET streams of /mcp
-	stop    func() // stops observing the session service
+	stop    func()  // stops observing the session service
 }
 
 // New returns a server. EINVALID when the store, the session service or the views are missing.
