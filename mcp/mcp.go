@@ -29,7 +29,8 @@
 // subscriptions/listen stream in the stateless protocol) and is told when it changes; every
 // client of a tenant is told when the list of resources changes (a session created or deleted).
 // What changed is told by the session service (sessions.Service.ObserveChanges), so a server
-// hears of the changes its own process commits.
+// hears of the changes its own process commits; Watch reads the store for other processes'.
+// Over stateless HTTP, a GET stream carries every notification of its tenant (stream.go).
 //
 // Tenants. An MCP server belongs to one tenant (Server.For): every call reads and writes that
 // tenant's sessions and clusters only. A session of another tenant and one that does not exist
