@@ -139,6 +139,7 @@ func (c *McpCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer m.Close()
 	in := c.Stdin
 	if in == nil {
 		in = os.Stdin

@@ -61,9 +61,9 @@ func TestMCPNotifications(t *testing.T) {
 	}
 	stdio := connect("stdio", &sdk.CommandTransport{Command: exec.Command(bin, "mcp", "--db", db, "--watch", "50ms")}, nil)
 	acked := make(chan struct{}, 10)
-	http := connect("http", &sdk.StreamableClientTransport{Endpoint: api.base + "/mcp", MaxRetries: -1}, acked)
+	web := connect("http", &sdk.StreamableClientTransport{Endpoint: api.base + "/mcp", MaxRetries: -1}, acked)
 	const uri = "hippocam://sessions/visit/expand"
-	for _, c := range []*client{stdio, http} {
+	for _, c := range []*client{stdio, web} {
 		if err := c.cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
 			t.Fatalf("%s: subscribe: %v", c.name, err)
 		}
@@ -78,7 +78,7 @@ func TestMCPNotifications(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // hippocam mcp's first reading of the store
 	expect := func(what string) {
 		t.Helper()
-		for _, c := range []*client{stdio, http} {
+		for _, c := range []*client{stdio, web} {
 			for got := ""; got != uri; {
 				select {
 				case got = <-c.updated:
@@ -94,7 +94,7 @@ func TestMCPNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("the session's creation")
-	for _, c := range []*client{stdio, http} {
+	for _, c := range []*client{stdio, web} {
 		select {
 		case <-c.listed:
 		case <-time.After(20 * time.Second):
