@@ -15,7 +15,9 @@ type Conversation struct {
 	// Framing holds the leading system and developer messages (role RoleSystem; the Origin of
 	// each says what it was). Framing is not transcript: it may change from request to request.
 	Framing []Message
-	// Messages is the conversation after the framing, in order, each with its Origin.
+	// Messages is the conversation after the framing, in order, each with its Origin. A system
+	// or developer message after the first message of another role stays here, in its place
+	// (role RoleSystem): it takes effect from that point of the conversation on.
 	Messages []Message
 	// Tools are the agent's own tools; ToolChoice is "", "auto", "none", "required" or the name
 	// of a tool the model must call.
@@ -25,10 +27,14 @@ type Conversation struct {
 	// MaxTokens is the most the answer may take (0: not given).
 	MaxTokens int
 	Stream    bool
-	// Extra holds the request fields Hippocam does not interpret, to pass through to the model,
-	// as a JSON object. Fields every format shares use their chat-completions names
-	// (temperature, top_p, stop, seed…); the others keep the names of their own format.
+	// Extra holds the request fields Hippocam does not interpret, to pass on to the model, as a
+	// JSON object, each under its own name in Format, byte for byte. The upstream adapter
+	// translates them for its own format, field by field (docs/formats.md, "Across formats").
 	Extra json.RawMessage
+	// Betas are the optional API features the client asked for by name (Anthropic's
+	// anthropic-beta header, one value a name), in order. They are passed on only to an
+	// upstream of the client's format, and only with the main model's calls.
+	Betas []string
 	// Store is false when the client asked that nothing be kept for a later request to refer to
 	// (OpenAI Responses "store": false); Previous names the response a Responses request
 	// continues (previous_response_id).

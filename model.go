@@ -42,10 +42,20 @@ type Request struct {
 	// ToolChoice is "" (the provider's default), "auto", "none", "required", or a tool name
 	// the model must call.
 	ToolChoice string
-	MaxTokens  int
-	// Extra keeps request fields Hippocam does not interpret (temperature, response_format…),
-	// verbatim, to pass them through to the provider.
+	// MaxTokens is the most the answer may take (0: the adapter's default). Every upstream
+	// adapter sends it in its own format's field.
+	MaxTokens int
+	// Extra keeps the agent's request fields Hippocam does not interpret (temperature,
+	// response_format…), verbatim, as a JSON object named as in ExtraFormat; the adapter
+	// translates, keeps or leaves out each of them for its own format. Only the main model's
+	// calls carry any.
 	Extra json.RawMessage
+	// ExtraFormat is the wire format whose field names Extra uses (the agent's); empty means
+	// FormatChat.
+	ExtraFormat Format
+	// Betas are the agent's named optional API features (Conversation.Betas), which an
+	// upstream of that same format receives with the call.
+	Betas []string
 }
 
 // Response is the model's answer to a Request.

@@ -15,9 +15,10 @@ import (
 
 // Log keys.
 const (
-	logTool  = "tool"
-	logField = "field"
-	logPart  = "part"
+	logTool   = "tool"
+	logField  = "field"
+	logFormat = "format"
+	logPart   = "part"
 )
 
 // Client is a hippocam.Model backed by an Anthropic Messages endpoint. It is safe for
@@ -66,7 +67,7 @@ func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam
 	}
 	var raw []byte
 	err = c.do(ctx, &exchange{
-		op: "messages", body: body, role: roleOf(req), accept: "application/json",
+		op: "messages", body: body, role: roleOf(req), betas: req.Betas, accept: "application/json",
 		read: func(resp *http.Response, _ *httpretry.Attempt) (err error) {
 			raw, err = readBody(resp.Body)
 			return err
@@ -99,6 +100,7 @@ type exchange struct {
 	op     string // what the request does, for messages and logs
 	body   []byte
 	role   hippocam.CallRole
+	betas  []string // sent as the anthropic-beta header
 	accept string
 	// read consumes a 2xx answer. Errors wrapped in httpretry.Transient let the attempt be
 	// repeated.
@@ -126,6 +128,9 @@ func (c *Client) try(a *httpretry.Attempt, x *exchange) error {
 	}
 	if x.role != "" {
 		req.Header.Set(hippocam.RoleHeader, string(x.role))
+	}
+	if len(x.betas) > 0 {
+		req.Header.Set(BetaHeader, strings.Join(x.betas, ","))
 	}
 	return httpretry.Send(a, c.http, req, maxResponseBytes,
 		func(resp *http.Response, b []byte) error { return newStatusError(resp, b, a.Number(), time.Now()) },

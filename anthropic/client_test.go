@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -185,7 +186,7 @@ func TestClientRequestMapping(t *testing.T) {
 	    {"name":"read","description":"Read a file","input_schema":{"type":"object","properties":{"p":{"type":"string"}}}},
 	    {"name":"list","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],
 	  "tool_choice": {"type":"any","disable_parallel_tool_use":true},
-	  "temperature": 1, "top_p": 0.9, "stop_sequences": ["END"], "metadata": {"user_id":"u9"}, "container": "c-1"
+	  "temperature": 1, "top_p": 0.9, "stop_sequences": ["END"]
 	}`
 	if got := hippocam.CanonicalJSON(string(up.bodies[0])); got != hippocam.CanonicalJSON(want) {
 		t.Errorf("request body:\n got %s\nwant %s", got, hippocam.CanonicalJSON(want))
@@ -235,6 +236,74 @@ func TestClientRequestMapping(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A system message inside the conversation is sent as a system turn in its place, with the
+// request's betas as the anthropic-beta header, when the betas allow it; as user text otherwise.
+func TestClientMidConversationSystem(t *testing.T) {
+	msgs := []hippocam.Message{
+		{Role: hippocam.RoleSystem, Content: "Top."},
+		{Role: hippocam.RoleUser, Content: "q"},
+		{Role: hippocam.RoleAssistant, Content: "a"},
+		{Role: hippocam.RoleUser, Content: "r"},
+		{Role: hippocam.RoleSystem, Content: "Plan mode."},
+	}
+	for _, c := range []struct {
+		name  string
+		betas []string
+		turns string
+		beta  string
+	}{
+		{"Beta", []string{"claude-code-20250219", anthropic.BetaMidConversationSystem},
+			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a"}]},` +
+				`{"role":"user","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]},` +
+				`{"role":"system","content":[{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
+			"claude-code-20250219," + anthropic.BetaMidConversationSystem},
+		// Claude Code 2.1 sends its system turns without naming any beta: one that arrived as an
+		// Anthropic system turn goes back as one.
+		{"SentSo", nil,
+			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a"}]},` +
+				`{"role":"user","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]},` +
+				`{"role":"system","content":[{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
+			""},
+		{"NoBeta", nil,
+			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},` +
+				`{"role":"user","content":[{"type":"text","text":"r"},{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
+			""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, stream := range []bool{false, true} {
+				up := newUpstream(t, reply(200, okAnswer), sse(evStart, evStop))
+				cl := newClient(t, up.srv.URL)
+				in := msgs
+				if c.name == "SentSo" {
+					in = slices.Clone(msgs)
+					in[4].Origin = &hippocam.Origin{Format: hippocam.FormatAnthropic, Raw: `{"role":"system","content":"Plan mode."}`}
+				}
+				req := &hippocam.Request{Role: hippocam.CallAgent, Messages: in, Betas: c.betas}
+				var err error
+				if stream {
+					_, err = cl.Stream(context.Background(), req, nil)
+				} else {
+					_, err = cl.Complete(context.Background(), req)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				i := up.calls() - 1
+				var body struct {
+					Messages json.RawMessage `json:"messages"`
+				}
+				json.Unmarshal(up.bodies[i], &body)
+				if got, want := hippocam.CanonicalJSON(string(body.Messages)), hippocam.CanonicalJSON(c.turns); got != want {
+					t.Errorf("stream %v: messages\n got %s\nwant %s", stream, got, want)
+				}
+				if got := up.got[i].Header.Get("Anthropic-Beta"); got != c.beta {
+					t.Errorf("stream %v: anthropic-beta %q, want %q", stream, got, c.beta)
+				}
+			}
+		})
+	}
 }
 
 func TestClientResponse(t *testing.T) {

@@ -3,17 +3,23 @@ package anthropic
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/params"
 )
 
 // How the client renders a hippocam.Request (Complete and Stream):
 //
 //   - Leading system messages become "system", one text block each. A system message later in
-//     the conversation becomes user text, since the format has no such turn.
+//     the conversation becomes a system turn in its place (its text as one block) when it
+//     arrived as one (an Anthropic client sent it so, whether or not it named
+//     BetaMidConversationSystem) or the request carries that beta; else user text, since the
+//     format has no such turn for a client that never used one.
 //   - Tool messages become tool_result blocks of a user turn (content the text, or the text and
 //     the parts as blocks; is_error when the message has a PartToolError part). Consecutive
 //     messages of one role share one turn, so tool results and the user text that follows them
@@ -25,11 +31,11 @@ import (
 //     type and data, URL or file id; parts that cannot be rendered are dropped and logged.
 //   - Text blocks that would hold only white space are left out (the API refuses them), and a
 //     final assistant turn (a prefill) loses its trailing white space for the same reason.
-//   - Extra: temperature (capped at 1, the format's maximum), top_p, top_k, thinking,
-//     metadata.user_id, service_tier ("auto" or "standard_only"), stop (as stop_sequences),
-//     parallel_tool_calls false (as disable_parallel_tool_use) and, when MaxTokens is 0,
-//     max_tokens, max_completion_tokens or max_output_tokens are used; fields only the OpenAI
-//     formats know are dropped; any other field is passed on under its own name.
+//   - MaxTokens is max_tokens (Config.MaxTokens when it is 0). Extra goes through the parameter
+//     table of its format (Params, applyExtra): from a Messages client every field is passed on;
+//     from the OpenAI formats the shared settings are translated (temperature capped at 1, the
+//     format's maximum; stop as stop_sequences; parallel_tool_calls false as
+//     disable_parallel_tool_use; user as metadata.user_id) and the rest left out.
 //   - Prompt caching (unless Config.NoPromptCache): cache_control {"type":"ephemeral"} on the
 //     last system block, the last tool and the last block of each of the last two turns. The
 //     engine only appends to a session's context, so these prefixes recur from call to call.
@@ -57,12 +63,6 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	if req.Model != "" {
 		wr.Model = req.Model
 	}
-	var extra map[string]json.RawMessage
-	if len(req.Extra) > 0 {
-		if err := json.Unmarshal(req.Extra, &extra); err != nil {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: request extra fields must be a JSON object: %v", err)
-		}
-	}
 	msgs := req.Messages
 	for len(msgs) > 0 && msgs[0].Role == hippocam.RoleSystem {
 		if !blank(msgs[0].Content) {
@@ -70,7 +70,7 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		}
 		msgs = msgs[1:]
 	}
-	wr.Messages = c.turns(msgs)
+	wr.Messages = c.turns(msgs, slices.Contains(req.Betas, BetaMidConversationSystem))
 	if len(wr.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
 	}
@@ -92,7 +92,9 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	default:
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: req.ToolChoice}
 	}
-	c.applyExtra(wr, extra)
+	if err := c.applyExtra(wr, req); err != nil {
+		return nil, err
+	}
 	if wr.MaxTokens <= 0 {
 		wr.MaxTokens = c.cfg.MaxTokens
 	}
@@ -102,16 +104,21 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	return wr, nil
 }
 
-// turns renders the conversation after the system prompt as user and assistant turns.
-func (c *Client) turns(msgs []hippocam.Message) []Message {
+// turns renders the conversation after the system prompt as user and assistant turns, and, when
+// systemTurns is set, its system messages as system turns in their place.
+func (c *Client) turns(msgs []hippocam.Message, systemTurns bool) []Message {
 	var out []Message
 	for i := range msgs {
 		m := &msgs[i]
-		switch m.Role {
-		case hippocam.RoleAssistant:
+		switch {
+		case m.Role == hippocam.RoleAssistant:
 			out = addTurn(out, roleAssistant, c.assistantBlocks(m))
-		case hippocam.RoleTool:
+		case m.Role == hippocam.RoleTool:
 			out = addTurn(out, roleUser, []Block{c.toolResult(m)})
+		case m.Role == hippocam.RoleSystem && len(out) > 0 && (systemTurns || m.Origin != nil && m.Origin.Format == hippocam.FormatAnthropic):
+			if !blank(m.Content) {
+				out = addTurn(out, roleSystem, []Block{{Type: BlockText, Text: m.Content}})
+			}
 		default:
 			out = addTurn(out, roleUser, c.userBlocks(m))
 		}
@@ -303,97 +310,72 @@ func (c *Client) toolInput(call hippocam.ToolCall) json.RawMessage {
 // blank reports whether s holds nothing but white space.
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// chatOnly reports whether an Extra field is one that only the OpenAI formats know.
-func chatOnly(k string) bool {
-	switch k {
-	case "response_format", "frequency_penalty", "presence_penalty", "logprobs", "top_logprobs",
-		"user", "seed", "n", "stream_options", "store", "logit_bias", "reasoning_effort",
-		"modalities", "audio", "prediction", "web_search_options", "functions", "function_call",
-		"prompt_cache_key", "prompt_cache_retention", "safety_identifier", "verbosity",
-		"reasoning", "text", "include", "instructions", "previous_response_id", "truncation",
-		"background", "conversation", "max_tool_calls", "parallel_tool_calls",
-		"max_completion_tokens", "max_output_tokens":
-		return true
+// applyExtra sends the request's Extra fields through the parameter table of its ExtraFormat
+// (Params), logs at debug level the fields the table leaves out, and puts the rest on wr: the
+// fields Request declares decoded into it (a value of the wrong type is left out and logged),
+// disable_parallel_tool_use on the tool choice, the others in wr.Extra. EINVALID when Extra is
+// not a JSON object or comes in a format Hippocam does not read.
+func (c *Client) applyExtra(wr *Request, req *hippocam.Request) error {
+	if len(req.Extra) == 0 {
+		return nil
 	}
-	return false
-}
-
-// applyExtra takes from the request's Extra fields what the format can carry.
-func (c *Client) applyExtra(wr *Request, extra map[string]json.RawMessage) {
-	drop := func(k string) { c.log.Debug("dropped a request field the Messages API does not know", logField, k) }
-	for _, k := range sortedKeys(extra) {
-		v := extra[k]
-		if string(v) == "null" {
-			continue
-		}
+	table := Params(req.ExtraFormat)
+	if table == nil {
+		return hippocam.Errorf(hippocam.EINVALID, "anthropic: request fields of the unknown format %q", req.ExtraFormat)
+	}
+	var extra params.Fields
+	if err := json.Unmarshal(req.Extra, &extra); err != nil {
+		return hippocam.Errorf(hippocam.EINVALID, "anthropic: request extra fields must be a JSON object: %v", err)
+	}
+	out, dropped := table.Apply(extra, params.Call{Model: wr.Model})
+	drop := func(k string) {
+		c.log.Debug("left out a request field the Messages API does not take from this format", logField, k, logFormat, string(table.From))
+	}
+	for _, k := range dropped {
+		drop(k)
+	}
+	for _, k := range sortedKeys(out) {
+		v := out[k]
+		var err error
 		switch k {
-		case "model", "messages", "system", "tools", "tool_choice", "stream":
-		case "max_tokens", "max_completion_tokens", "max_output_tokens":
-			var n int
-			if wr.MaxTokens <= 0 && json.Unmarshal(v, &n) == nil && n > 0 {
-				wr.MaxTokens = n
-			}
+		case "model", "max_tokens", "system", "messages", "tools", "tool_choice", "stream":
+			err = errWritten // the encoder writes these from the domain request
 		case "temperature":
-			var t float64
-			if json.Unmarshal(v, &t) != nil {
-				drop(k)
-				continue
-			}
-			t = min(max(t, 0), 1)
-			wr.Temperature = &t
+			err = json.Unmarshal(v, &wr.Temperature)
 		case "top_p":
-			var p float64
-			if json.Unmarshal(v, &p) != nil {
-				drop(k)
-				continue
-			}
-			wr.TopP = &p
+			err = json.Unmarshal(v, &wr.TopP)
 		case "top_k":
-			var n int
-			if json.Unmarshal(v, &n) != nil {
-				drop(k)
-				continue
-			}
-			wr.TopK = &n
+			err = json.Unmarshal(v, &wr.TopK)
+		case "stop_sequences":
+			err = json.Unmarshal(v, &wr.StopSequences)
+		case "metadata":
+			wr.Metadata = v
 		case "thinking":
 			wr.Thinking = v
-		case "metadata":
-			var md struct {
-				UserID string `json:"user_id"`
-			}
-			if json.Unmarshal(v, &md) == nil && md.UserID != "" {
-				wr.Metadata, _ = marshal(md)
-			} else {
-				drop(k)
-			}
 		case "service_tier":
-			var s string
-			if json.Unmarshal(v, &s) == nil && (s == "auto" || s == "standard_only") {
-				wr.ServiceTier = s
-			} else {
-				drop(k)
-			}
-		case "stop", "stop_sequences":
-			wr.StopSequences = append(wr.StopSequences, stopSequences(v)...)
-		default:
-			if k == "parallel_tool_calls" && string(v) == "false" && len(wr.Tools) > 0 {
+			err = json.Unmarshal(v, &wr.ServiceTier)
+		case disableParallel:
+			if string(v) == "true" && len(wr.Tools) > 0 {
 				if wr.ToolChoice == nil {
 					wr.ToolChoice = &ToolChoice{Type: toolChoiceAuto}
 				}
 				wr.ToolChoice.DisableParallelToolUse = wr.ToolChoice.Type != toolChoiceNone
-				continue
 			}
-			if chatOnly(k) {
-				drop(k)
-				continue
-			}
+		default:
 			if wr.Extra == nil {
 				wr.Extra = Extra{}
 			}
 			wr.Extra[k] = v
 		}
+		if err != nil {
+			drop(k)
+		}
 	}
+	return nil
 }
+
+// errWritten marks an Extra field that names a member the encoder writes itself.
+var errWritten = errors.New("written from the domain request")
 
 // stopSequences reads a chat "stop" value: a string or an array of strings.
 func stopSequences(v json.RawMessage) []string {

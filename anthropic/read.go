@@ -42,6 +42,9 @@ func opaqueBlock(typ string) bool {
 //
 //   - "system" becomes one framing message (RoleSystem) holding its text, text blocks joined
 //     with "\n"; its Origin is the exact bytes of the "system" value.
+//   - A message of role "system" (Anthropic's mid-conversation system messages) becomes one
+//     RoleSystem message holding its text, in its place; system messages before any user or
+//     assistant message join the framing after "system".
 //   - Every message keeps, in Origin.Raw, the exact bytes it was sent as. An assistant message
 //     becomes one RoleAssistant message: text blocks joined with "\n", tool_use blocks as
 //     ToolCalls (Arguments the exact bytes of "input"), thinking, redacted_thinking and other
@@ -54,17 +57,17 @@ func opaqueBlock(typ string) bool {
 //     tool message carries its tool_result block's bytes, and a later user message the JSON
 //     array of its blocks, each block's exact bytes joined by commas.
 //   - Tools become hippocam.Tools (Parameters the exact bytes of input_schema); tool_choice
-//     becomes "auto", "required" (any), "none" or the tool's name, and
-//     disable_parallel_tool_use becomes "parallel_tool_calls": false in Extra.
-//   - Extra holds the members Hippocam does not interpret, verbatim: stop_sequences under the
-//     chat name "stop", all others (temperature, top_p, top_k, metadata, thinking,
-//     service_tier, unknown members) under their own names.
+//     becomes "auto", "required" (any), "none" or the tool's name, and a true
+//     disable_parallel_tool_use is kept in Extra as "disable_parallel_tool_use": true.
+//   - Extra holds the members Hippocam does not interpret, verbatim, under their own names
+//     (stop_sequences, temperature, top_p, top_k, metadata, thinking, service_tier, unknown
+//     members), for the upstream adapter to translate (Params).
 //
 // Cache-control marks are not kept: the upstream adapter places its own.
 //
 // Errors are EINVALID, with a message that names where: a body that fails hippocam.CheckText
-// or is not a JSON object, max_tokens missing or below 1, no messages, a role other than user
-// or assistant, content that is neither a string nor an array of blocks, an unknown block type
+// or is not a JSON object, max_tokens missing or below 1, no user or assistant message, a role
+// other than user, assistant or system, a system message with blocks other than text, content that is neither a string nor an array of blocks, an unknown block type
 // or one in the wrong role, a tool_use without id or name, a tool_result without tool_use_id,
 // an image or document without a source, a tool without a name or of a provider type, and a
 // member of the wrong JSON type.
@@ -91,13 +94,10 @@ func ReadRequest(body []byte) (*hippocam.Conversation, error) {
 	}
 	for k, v := range members {
 		switch k {
-		case "model", "max_tokens", "system", "messages", "tools", "tool_choice", "stream", "stop_sequences":
+		case "model", "max_tokens", "system", "messages", "tools", "tool_choice", "stream":
 		default:
 			extra[k] = v
 		}
-	}
-	if v, ok := members["stop_sequences"]; ok {
-		extra["stop"] = v
 	}
 	if len(extra) > 0 {
 		o := newObject()
@@ -206,9 +206,51 @@ func readMessages(m map[string]json.RawMessage, conv *hippocam.Conversation, _ E
 		if err != nil {
 			return err
 		}
+		if len(conv.Messages) == 0 && msgs[0].Role == hippocam.RoleSystem {
+			conv.Framing = append(conv.Framing, msgs[0]) // before any turn: framing, as "system"
+			continue
+		}
 		conv.Messages = append(conv.Messages, msgs...)
 	}
+	if len(conv.Messages) == 0 {
+		return invalid("messages: at least one user or assistant message is required")
+	}
 	return nil
+}
+
+// readSystemMessage reads a system message of "messages" (content a string or text blocks) into
+// one RoleSystem message.
+func readSystemMessage(path string, content json.RawMessage, origin *hippocam.Origin) (hippocam.Message, error) {
+	m := hippocam.Message{Role: hippocam.RoleSystem, Kind: hippocam.KindRaw, Origin: origin}
+	switch firstByte(content) {
+	case '"':
+		if err := json.Unmarshal(content, &m.Content); err != nil {
+			return m, invalid("%s: %v", path, err)
+		}
+		return m, nil
+	case '[':
+	case 0:
+		return m, invalid("%s: required", path)
+	default:
+		return m, invalid("%s: must be a string or an array of text blocks", path)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(content, &raws); err != nil {
+		return m, invalid("%s: %v", path, err)
+	}
+	texts := make([]string, 0, len(raws))
+	for i, raw := range raws {
+		var b Block
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return m, invalid("%s[%d]: %v", path, i, err)
+		}
+		if b.Type != BlockText {
+			return m, invalid("%s[%d]: a system message holds only text blocks, not %q", path, i, b.Type)
+		}
+		texts = append(texts, b.Text)
+	}
+	m.Content = strings.Join(texts, "\n")
+	return m, nil
 }
 
 // readMessage reads one message into the domain messages it becomes.
@@ -226,10 +268,18 @@ func readMessage(path string, raw json.RawMessage) ([]hippocam.Message, error) {
 	if wm.Role == nil {
 		return nil, invalid("%s.role: required", path)
 	}
-	if *wm.Role != roleUser && *wm.Role != roleAssistant {
-		return nil, invalid("%s.role: must be \"user\" or \"assistant\", not %q", path, *wm.Role)
-	}
 	origin := &hippocam.Origin{Format: hippocam.FormatAnthropic, Raw: string(raw)}
+	switch *wm.Role {
+	case roleUser, roleAssistant:
+	case roleSystem:
+		m, err := readSystemMessage(path+".content", wm.Content, origin)
+		if err != nil {
+			return nil, err
+		}
+		return []hippocam.Message{m}, nil
+	default:
+		return nil, invalid("%s.role: must be \"user\", \"assistant\" or \"system\", not %q", path, *wm.Role)
+	}
 	role := hippocam.RoleUser
 	if *wm.Role == roleAssistant {
 		role = hippocam.RoleAssistant
@@ -500,7 +550,7 @@ func readToolChoice(m map[string]json.RawMessage, conv *hippocam.Conversation, e
 		return invalid(`tool_choice.type: must be "auto", "any", "tool" or "none", not %q`, tc.Type)
 	}
 	if tc.DisableParallelToolUse {
-		extra["parallel_tool_calls"] = json.RawMessage("false")
+		extra[disableParallel] = json.RawMessage("true")
 	}
 	return nil
 }

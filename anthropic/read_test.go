@@ -90,7 +90,7 @@ func TestReadRequest(t *testing.T) {
 	if conv.ToolChoice != "required" {
 		t.Errorf("tool choice %q, want required", conv.ToolChoice)
 	}
-	wantExtra := `{"container":"c-1","metadata":{"user_id":"u1"},"parallel_tool_calls":false,"stop":["END"],"temperature":0.50,"thinking":{"type":"enabled","budget_tokens":1024},"top_k":5}`
+	wantExtra := `{"container":"c-1","disable_parallel_tool_use":true,"metadata":{"user_id":"u1"},"stop_sequences":["END"],"temperature":0.50,"thinking":{"type":"enabled","budget_tokens":1024},"top_k":5}`
 	if string(conv.Extra) != wantExtra {
 		t.Errorf("extra:\n got %s\nwant %s", conv.Extra, wantExtra)
 	}
@@ -155,6 +155,20 @@ func TestReadRequestForms(t *testing.T) {
 			}
 		}
 	})
+	t.Run("SystemMessages", func(t *testing.T) {
+		lead := `{"role":"system","content":"Lead."}`
+		mid := `{"role":"system","content":[{"type":"text","text":"Plan"},{"type":"text","text":"mode."}]}`
+		conv := mustRead(t, `{"max_tokens":1,"system":"Top.","messages":[`+lead+`,{"role":"user","content":"q"},`+mid+`,{"role":"user","content":"r"}]}`)
+		if len(conv.Framing) != 2 || conv.Framing[1].Content != "Lead." || conv.Framing[1].Origin.Raw != lead {
+			t.Errorf("framing %+v", conv.Framing)
+		}
+		if len(conv.Messages) != 3 {
+			t.Fatalf("messages %+v", conv.Messages)
+		}
+		if m := conv.Messages[1]; m.Role != hippocam.RoleSystem || m.Kind != hippocam.KindRaw || m.Content != "Plan\nmode." || m.Origin.Raw != mid {
+			t.Errorf("mid-conversation system message %+v", m)
+		}
+	})
 	t.Run("OpaqueBlocks", func(t *testing.T) {
 		raw := `{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"go"}}`
 		conv := mustRead(t, `{"max_tokens":1,"messages":[{"role":"user","content":"q"},{"role":"assistant","content":[`+raw+`,{"type":"redacted_thinking","data":"xyz"}]}]}`)
@@ -184,7 +198,9 @@ func TestReadRequestInvalid(t *testing.T) {
 		{"ZeroMaxTokens", `{"max_tokens":0,"messages":[{"role":"user","content":"x"}]}`, "max_tokens: must be at least 1, not 0"},
 		{"NegativeMaxTokens", `{"max_tokens":-5,"messages":[{"role":"user","content":"x"}]}`, "max_tokens: must be at least 1"},
 		{"FractionalMaxTokens", `{"max_tokens":1.5,"messages":[{"role":"user","content":"x"}]}`, "max_tokens: must be an integer"},
-		{"SystemRole", `{"max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, `messages[0].role: must be "user" or "assistant", not "system"`},
+		{"OnlySystem", `{"max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, `messages: at least one user or assistant message`},
+		{"ToolRole", `{"max_tokens":1,"messages":[{"role":"tool","content":"x"}]}`, `messages[0].role: must be "user", "assistant" or "system", not "tool"`},
+		{"SystemImage", msgs(`"x"},{"role":"system","content":[{"type":"image","source":{"type":"url","url":"u"}}]`), `messages[3].content[0]: a system message holds only text blocks, not "image"`},
 		{"NoRole", `{"max_tokens":1,"messages":[{"content":"x"}]}`, "messages[0].role: required"},
 		{"NoContent", `{"max_tokens":1,"messages":[{"role":"user"}]}`, "messages[0].content: required"},
 		{"NumberContent", `{"max_tokens":1,"messages":[{"role":"user","content":3}]}`, "messages[0].content: must be a string or an array"},

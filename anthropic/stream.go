@@ -44,7 +44,7 @@ func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn f
 	}
 	var asm *assembler
 	err = c.do(ctx, &exchange{
-		op: "messages stream", body: body, role: roleOf(req), accept: "text/event-stream",
+		op: "messages stream", body: body, role: roleOf(req), betas: req.Betas, accept: "text/event-stream",
 		read: func(resp *http.Response, a *httpretry.Attempt) error {
 			asm = &assembler{onText: fn}
 			return readEvents(resp.Body, a, asm)

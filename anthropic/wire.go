@@ -9,13 +9,43 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
 
 // Version is the anthropic-version header the client sends.
 const Version = "2023-06-01"
+
+// BetaHeader is the header that names the optional API features a request uses, comma
+// separated; BetaMidConversationSystem is the feature that lets "messages" hold system turns
+// after the first user turn.
+const (
+	BetaHeader                = "Anthropic-Beta"
+	BetaMidConversationSystem = "mid-conversation-system-2026-04-07"
+)
+
+// Betas returns the feature names of the anthropic-beta headers in h, in order, each once.
+func Betas(h http.Header) []string {
+	var out []string
+	for _, v := range h.Values(BetaHeader) {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" && !slices.Contains(out, b) {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// The role of a system turn inside "messages", and the Extra field that keeps tool_choice's
+// disable_parallel_tool_use.
+const (
+	roleSystem      = "system"
+	disableParallel = "disable_parallel_tool_use"
+)
 
 // Content block types.
 const (

@@ -72,7 +72,8 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 		choice = ""
 	}
 	return &hippocam.Request{Role: hippocam.CallAgent, Model: st.in.Model, Messages: st.requestPrefix(len(st.s.Context)),
-		Tools: st.agentTools(withRecall), ToolChoice: choice, Extra: st.in.Extra}
+		Tools: st.agentTools(withRecall), ToolChoice: choice, MaxTokens: st.in.MaxTokens,
+		Extra: st.in.Extra, ExtraFormat: st.in.ExtraFormat, Betas: st.in.Betas}
 }
 
 // requestPrefix is the messages every request over the context starts with: Hippocam's system

@@ -51,7 +51,7 @@ type Config struct {
 	// four prompts with every rule of B.2), so ForWindow turns it on from W = SharedPromptsFrom.
 	SharedPrompts bool
 	// MinAnswer is the least room kept for the main model's answer (Table 5's W holds input
-	// and output): the reserve is the largest of the request's own max_tokens, MinAnswer and
+	// and output): the reserve is the largest of the request's own limit (Input.MaxTokens), MinAnswer and
 	// the quantile of the answers in context. ForWindow sets W/16, at most 4,096.
 	MinAnswer int
 	// Speculate starts the main model's first call of a step together with JANUS

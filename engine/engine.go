@@ -104,11 +104,16 @@ type Input struct {
 	Regenerate string
 	// Tools are the agent's own tools; recall is added beside them.
 	Tools []hippocam.Tool
-	// Model, ToolChoice and Extra pass through to the main model (Extra: temperature,
-	// response_format…). An empty Model means the model client's default.
-	Model      string
-	ToolChoice string
-	Extra      json.RawMessage
+	// Model, ToolChoice, MaxTokens, Extra and Betas pass through to the main model's calls,
+	// and to no other call (Extra: temperature, response_format…, named as in ExtraFormat; see
+	// hippocam.Request). An empty Model means the model client's default; MaxTokens 0, none
+	// asked for.
+	Model       string
+	ToolChoice  string
+	MaxTokens   int
+	Extra       json.RawMessage
+	ExtraFormat hippocam.Format
+	Betas       []string
 	// Advisory, on a session's first step, enters the context as a KindAdvisory message before
 	// the step's messages (what a memory system read for the task, docs/learning.md). Ignored on
 	// later steps.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -96,7 +95,7 @@ func (st *step) pressureControl(ctx context.Context) error {
 }
 
 // answerReserve is the room kept for the model's answer when deciding whether a request can be
-// sent at all: the largest of the request's own max_tokens (or max_completion_tokens), the
+// sent at all: the largest of the request's own bound on its answer (Input.MaxTokens), the
 // configured minimum and the q-quantile of the answers in the context (W holds input and
 // output). Alg. 2 reserves a whole round (the answer and the next tool results) for its sweeps,
 // and so does this engine; but a request whose next round would not fit can still be answered,
@@ -105,7 +104,7 @@ func (st *step) answerReserve() int {
 	if st.reserve == 0 {
 		// A requested bound beyond half the window counts as half: the window holds the answer
 		// and its input, and a client's generous default must not refuse every request.
-		st.reserve = max(st.e.cfg.MinAnswer, min(requestedMaxTokens(st.in.Extra), st.e.cfg.Window/2), 1)
+		st.reserve = max(st.e.cfg.MinAnswer, min(st.in.MaxTokens, st.e.cfg.Window/2), 1)
 	}
 	var sizes []int
 	for i := range st.s.Context {
@@ -114,29 +113,6 @@ func (st *step) answerReserve() int {
 		}
 	}
 	return max(st.reserve, roundQuantile(sizes, st.e.cfg.Quantile))
-}
-
-// requestedMaxTokens reads the answer bound an agent's request asked for (max_tokens, or
-// max_completion_tokens, in the pass-through fields); 0 when it gave none.
-func requestedMaxTokens(extra json.RawMessage) int {
-	if len(extra) == 0 {
-		return 0
-	}
-	var f struct {
-		MaxTokens           *int `json:"max_tokens"`
-		MaxCompletionTokens *int `json:"max_completion_tokens"`
-	}
-	if json.Unmarshal(extra, &f) != nil {
-		return 0
-	}
-	n := 0
-	if f.MaxTokens != nil {
-		n = *f.MaxTokens
-	}
-	if f.MaxCompletionTokens != nil {
-		n = max(n, *f.MaxCompletionTokens)
-	}
-	return n
 }
 
 // sweep folds, from the root region to the innermost, every eligible prefix larger than Δmin.

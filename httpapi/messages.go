@@ -25,6 +25,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, tenant string)
 		s.fail(w, r, hippocam.FormatAnthropic, err)
 		return
 	}
+	conv.Betas = anthropic.Betas(r.Header)
 	name, named := headerName(r)
 	if named {
 		if err := sessions.CheckName(name); err != nil {

@@ -56,7 +56,6 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, tenant string
 			name = prevSession
 		}
 	}
-	conv.Extra = chatFieldsOfResponses(conv)
 	if conv.Stream {
 		s.stream(w, r, tenant, name, conv, hippocam.FormatResponses, &responsesStream{w: w, conv: conv})
 		return
@@ -305,58 +304,4 @@ func (s *Server) outputItem(ctx context.Context, tenant, id string) (json.RawMes
 		}
 	}
 	return nil, notFound
-}
-
-// chatFieldsOfResponses turns a Responses request's pass-through fields into what the
-// chat-completions upstream understands: max_output_tokens as max_tokens, text.format as
-// response_format, reasoning.effort as reasoning_effort; the fields only the Responses API has
-// (include, truncation, store, background…) are dropped, the others kept.
-func chatFieldsOfResponses(conv *hippocam.Conversation) json.RawMessage {
-	var extra map[string]json.RawMessage
-	if len(conv.Extra) > 0 && json.Unmarshal(conv.Extra, &extra) != nil {
-		return conv.Extra
-	}
-	if extra == nil {
-		extra = map[string]json.RawMessage{}
-	}
-	if raw, ok := extra["text"]; ok {
-		var text struct {
-			Format map[string]json.RawMessage `json:"format"`
-		}
-		if json.Unmarshal(raw, &text) == nil && text.Format != nil {
-			var typ string
-			json.Unmarshal(text.Format["type"], &typ)
-			if typ == "json_schema" {
-				schema := map[string]json.RawMessage{}
-				for k, v := range text.Format {
-					if k != "type" {
-						schema[k] = v
-					}
-				}
-				b, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": schema})
-				extra["response_format"] = b
-			} else if typ == "json_object" {
-				extra["response_format"] = json.RawMessage(`{"type":"json_object"}`)
-			}
-		}
-	}
-	if raw, ok := extra["reasoning"]; ok {
-		var r struct {
-			Effort *string `json:"effort"`
-		}
-		if json.Unmarshal(raw, &r) == nil && r.Effort != nil {
-			extra["reasoning_effort"], _ = json.Marshal(*r.Effort)
-		}
-	}
-	for _, k := range []string{"text", "reasoning", "include", "truncation", "store", "background", "previous_response_id", "conversation", "prompt", "max_tool_calls", "stream_options"} {
-		delete(extra, k)
-	}
-	if conv.MaxTokens > 0 {
-		extra["max_tokens"] = json.RawMessage(strconv.Itoa(conv.MaxTokens))
-	}
-	if len(extra) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(extra)
-	return b
 }

@@ -16,7 +16,14 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/internal/httpretry"
+	"github.com/hippocam/hippocam/internal/params"
 	"github.com/hippocam/hippocam/openai/wire"
+)
+
+// Log keys.
+const (
+	logField  = "field"
+	logFormat = "format"
 )
 
 // Client is a hippocam.Model backed by one OpenAI-compatible endpoint. It is safe for
@@ -104,9 +111,11 @@ func roleOf(req *hippocam.Request) hippocam.CallRole {
 }
 
 // requestBody encodes req for the wire; stream asks for a streamed answer with a final usage
-// chunk. Fields of req.Extra that the client sets itself are dropped, so that the body never
-// names a key twice. The messages that the client's recent requests also carried are copied
-// from those requests' bodies instead of encoded again.
+// chunk. The fields of req.Extra go through the parameter table of req.ExtraFormat (Params);
+// those it leaves out are logged at debug level. MaxTokens is sent as max_tokens, or as
+// max_completion_tokens to a reasoning model. Fields the client sets itself are dropped from
+// Extra, so that the body never names a key twice. The messages that the client's recent
+// requests also carried are copied from those requests' bodies instead of encoded again.
 func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error) {
 	if req == nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: no request")
@@ -115,11 +124,54 @@ func (c *Client) requestBody(req *hippocam.Request, stream bool) ([]byte, error)
 	if req.Model != "" {
 		model = req.Model
 	}
+	req, err := c.translate(req, model)
+	if err != nil {
+		return nil, err
+	}
 	b, err := c.bodies.Body(model, req, stream)
 	if err != nil {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: %v", err)
 	}
 	return b, nil
+}
+
+// translate returns req with its Extra in the chat format's names, through the parameter table
+// of its ExtraFormat, and its token limit under the name model takes. EINVALID when Extra is not
+// a JSON object or comes in a format Hippocam does not read.
+func (c *Client) translate(req *hippocam.Request, model string) (*hippocam.Request, error) {
+	field := limitField(model)
+	if len(req.Extra) == 0 && (req.MaxTokens <= 0 || field == "max_tokens") {
+		return req, nil
+	}
+	table := Params(req.ExtraFormat)
+	if table == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "openai: request fields of the unknown format %q", req.ExtraFormat)
+	}
+	var extra params.Fields
+	if len(req.Extra) > 0 {
+		if err := json.Unmarshal(req.Extra, &extra); err != nil {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "openai: request extra fields must be a JSON object: %v", err)
+		}
+	}
+	out, dropped := table.Apply(extra, params.Call{Model: model})
+	for _, k := range dropped {
+		c.log.Debug("left out a request field the chat completions API does not take from this format",
+			logField, k, logFormat, string(table.From))
+	}
+	r := *req
+	if r.MaxTokens > 0 && field != "max_tokens" {
+		out[field], _ = json.Marshal(r.MaxTokens)
+		r.MaxTokens = 0
+	}
+	r.Extra, r.ExtraFormat = nil, hippocam.FormatChat
+	if len(out) > 0 {
+		b, err := out.JSON()
+		if err != nil {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "openai: request extra fields: %v", err)
+		}
+		r.Extra = b
+	}
+	return &r, nil
 }
 
 // decodeCompletion reads a non-streamed answer. EUNAVAILABLE when it is not a usable one.

@@ -584,7 +584,8 @@ func (s *Service) freshName(ctx context.Context, tenant, name string) (string, e
 // advance runs the engine step the plan calls for and commits it.
 func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, error) {
 	sess, conv := p.sess, h.conv
-	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Extra: conv.Extra, Model: conv.Model,
+	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Model: conv.Model, MaxTokens: conv.MaxTokens,
+		Extra: conv.Extra, ExtraFormat: conv.Format, Betas: conv.Betas,
 		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText}
 	n := len(conv.Messages)
 	if p.event == EventRegenerated {

@@ -277,3 +277,24 @@ func TestHTTPMessagesErrors(t *testing.T) {
 		})
 	}
 }
+
+// A system turn in the middle of "messages", sent with the beta header that allows it, is
+// answered like the same conversation with that system message in a chat request.
+func TestHTTPMessagesMidConversationSystem(t *testing.T) {
+	base := anthropicServer(t, mustModel(t))
+	body := `{"model":"claude-sim","max_tokens":100,"system":"Top.","messages":[` +
+		`{"role":"user","content":"!say one"},{"role":"assistant","content":"one"},` +
+		`{"role":"user","content":"!say two"},{"role":"system","content":[{"type":"text","text":"Plan mode."}]}]}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Anthropic-Beta", "claude-code-20250219,"+anthropic.BetaMidConversationSystem)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var msg anthropic.Response
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || json.Unmarshal(b, &msg) != nil || len(msg.Content) != 1 || msg.Content[0].Text != "two" {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}

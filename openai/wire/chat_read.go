@@ -12,8 +12,9 @@ import (
 // ReadChatRequest reads the body of POST /v1/chat/completions into a conversation: the leading
 // system and developer messages become its framing, every message keeps its exact bytes as its
 // Origin, content parts that are not text become Parts (and stay verbatim in Extra["content"],
-// so that a chat upstream gets them unchanged), and the request fields Hippocam does not
-// interpret (max_tokens included) are kept in Extra. EINVALID, naming what is wrong, for a body
+// so that a chat upstream gets them unchanged), the answer's limit (max_tokens, else
+// max_completion_tokens) becomes MaxTokens, and the request fields Hippocam does not interpret
+// are kept in Extra under their own names. EINVALID, naming what is wrong, for a body
 // that is not valid UTF-8 JSON of a chat request, no messages, an unknown role or content part
 // type, content of another shape, a tool without a name, or n other than 1.
 //
@@ -99,10 +100,30 @@ func readFields(conv *hippocam.Conversation, req *ChatRequest) error {
 	if conv.Extra, err = chatExtra(req); err != nil {
 		return err
 	}
-	if req.MaxTokens != nil {
-		conv.MaxTokens = *req.MaxTokens
+	if conv.MaxTokens, err = chatLimit(req); err != nil {
+		return err
 	}
 	return nil
+}
+
+// chatLimit reads the answer's token limit: max_tokens, else max_completion_tokens (0: none).
+// EINVALID when the one given is not a non-negative integer.
+func chatLimit(r *ChatRequest) (int, error) {
+	if r.MaxTokens != nil {
+		if *r.MaxTokens < 0 {
+			return 0, hippocam.Errorf(hippocam.EINVALID, "max_tokens must not be negative")
+		}
+		return *r.MaxTokens, nil
+	}
+	v, ok := r.Extra["max_completion_tokens"]
+	if !ok || string(v) == "null" {
+		return 0, nil
+	}
+	var n int
+	if json.Unmarshal(v, &n) != nil || n < 0 {
+		return 0, hippocam.Errorf(hippocam.EINVALID, "max_completion_tokens must be a non-negative integer")
+	}
+	return n, nil
 }
 
 // chatReader turns the messages of a chat request into the conversation's, one by one, as the
@@ -354,14 +375,14 @@ func chatToolChoice(raw json.RawMessage) (string, error) {
 	return named.Function.Name, nil
 }
 
-// chatExtra collects the request fields Hippocam does not interpret, to send them on.
+// chatExtra collects the request fields Hippocam does not interpret, to send them on: all but
+// the token limits, which the conversation holds as MaxTokens.
 func chatExtra(r *ChatRequest) (json.RawMessage, error) {
 	extra := Extra{}
 	for k, v := range r.Extra {
-		extra[k] = v
-	}
-	if r.MaxTokens != nil {
-		extra["max_tokens"], _ = json.Marshal(*r.MaxTokens)
+		if k != "max_completion_tokens" {
+			extra[k] = v
+		}
 	}
 	if len(extra) == 0 {
 		return nil, nil

@@ -84,8 +84,8 @@ func refReadChatRequest(body []byte) (*hippocam.Conversation, error) {
 	if conv.Extra, err = chatExtra(&req); err != nil {
 		return nil, err
 	}
-	if req.MaxTokens != nil {
-		conv.MaxTokens = *req.MaxTokens
+	if conv.MaxTokens, err = chatLimit(&req); err != nil {
+		return nil, err
 	}
 	return conv, nil
 }

@@ -173,10 +173,10 @@ func ReadResponsesRequest(body []byte) (*hippocam.Conversation, error) {
 // Conversation reads the request into a conversation (see ReadResponsesRequest). Model, Stream,
 // MaxTokens (max_output_tokens), Store (true unless "store": false), Previous
 // (previous_response_id), Tools and ToolChoice ("", "auto", "none", "required" or the function's
-// name) are read; every other field goes verbatim into Extra under its own name (temperature,
-// top_p, user, metadata and parallel_tool_calls are named as in chat completions already; text,
-// reasoning, truncation, include… are Responses-only), except stream_options, which shapes the
-// stream Hippocam writes itself. Errors as ReadResponsesRequest.
+// name) are read; every other field goes verbatim into Extra under its own Responses name
+// (temperature, text, reasoning, truncation, client_metadata…), for the upstream adapter to
+// translate, except stream_options, which shapes the stream Hippocam writes itself. Errors as
+// ReadResponsesRequest.
 func (r *ResponsesRequest) Conversation() (*hippocam.Conversation, error) {
 	conv := &hippocam.Conversation{
 		Format:   hippocam.FormatResponses,
