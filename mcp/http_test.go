@@ -190,3 +190,37 @@ func TestHTTPStream(t *testing.T) {
 		t.Fatalf("GET /mcp under Host evil.example: %d, want 403", resp2.StatusCode)
 	}
 }
+
+// The long-lived answers of /mcp (a GET stream, a subscriptions/listen) end when the HTTP server
+// shuts down, so that its Shutdown, which waits for every request, returns.
+func TestHTTPShutdown(t *testing.T) {
+	w := newWorld(t)
+	wa, c := newWatcher(t)
+	keys := &keyTransport{}
+	keys.key.Store("k-acme")
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: w.http.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: keys}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	wa.cs = cs
+	wa.ack() // its listen is open
+	req, _ := http.NewRequest("GET", w.http.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer k-acme")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /mcp: %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := w.http.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with MCP streams open: %v after %v", err, time.Since(began))
+	}
+}

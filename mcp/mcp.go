@@ -103,6 +103,7 @@ type Server struct {
 	tenants map[string]*tenantServer
 	notes   notifier
 	streams streams // the GET streams of /mcp
+	ending  ending  // ends them, and listens, at the HTTP server's shutdown
 	stop    func()  // stops observing the session service
 }
 

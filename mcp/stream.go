@@ -1,13 +1,18 @@
 package mcp
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The tenant's notification stream over Streamable HTTP. /mcp is stateless: a client of the
@@ -93,9 +98,12 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tenant stri
 	flusher.Flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	done := s.ending.ch()
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-done:
 			return
 		case msg := <-ch:
 			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg); err != nil {
@@ -129,4 +137,79 @@ func loopback(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ending ends the long-lived answers of /mcp (GET streams, subscriptions/listen) when the HTTP
+// server that serves them shuts down: http.Server.Shutdown waits for every request to end, and
+// these would not.
+type ending struct {
+	mu      sync.Mutex
+	servers map[*http.Server]bool
+	done    chan struct{}
+	once    sync.Once
+}
+
+// ch is closed when a server that served a request of s shuts down.
+func (e *ending) ch() chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.done == nil {
+		e.done = make(chan struct{})
+	}
+	return e.done
+}
+
+// watch registers, once per HTTP server, the end of the streams at its shutdown.
+func (e *ending) watch(r *http.Request) {
+	hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if !ok {
+		return
+	}
+	done := e.ch()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.servers == nil {
+		e.servers = map[*http.Server]bool{}
+	}
+	if !e.servers[hs] {
+		e.servers[hs] = true
+		hs.RegisterOnShutdown(func() { e.once.Do(func() { close(done) }) })
+	}
+}
+
+// untilEnding returns r with a context that also ends when the streams end.
+func (e *ending) untilEnding(r *http.Request) (*http.Request, func()) {
+	ctx, cancel := context.WithCancel(r.Context())
+	done := e.ch()
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return r.WithContext(ctx), cancel
+}
+
+// isListen reports whether a POST's body is a subscriptions/listen request, leaving the body
+// to be read again. It reads at most max+1 bytes (the SDK refuses longer bodies).
+func isListen(r *http.Request, max int64) bool {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false
+	}
+	if max <= 0 {
+		max = sdk.DefaultMaxRequestBodyBytes
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	if err != nil || !bytes.Contains(b, []byte("subscriptions/listen")) {
+		return false
+	}
+	var req struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(b, &req) == nil && req.Method == "subscriptions/listen"
 }

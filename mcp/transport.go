@@ -96,7 +96,8 @@ func (nopWriteCloser) Close() error { return nil }
 // was authenticated as, so an MCP session id never carries a tenant from one request to the
 // next, and any replica can answer any request. Answers are JSON, but for subscriptions/listen
 // (an event stream of its notifications). A GET that accepts an event stream opens the
-// tenant's notification stream (stream.go); DELETE is 405. Bodies are bounded by maxBody bytes.
+// tenant's notification stream (stream.go); DELETE is 405. Both streams end when the HTTP server
+// that serves them shuts down. Bodies are bounded by maxBody bytes.
 func (s *Server) HTTPHandler(maxBody int64) http.Handler {
 	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		tenant, ok := tenantOf(r.Context())
@@ -106,8 +107,14 @@ func (s *Server) HTTPHandler(maxBody int64) http.Handler {
 		return s.For(tenant)
 	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBody})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ending.watch(r)
 		tenant, ok := tenantOf(r.Context())
 		if r.Method != http.MethodGet || !ok || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			if isListen(r, maxBody) {
+				var stop func()
+				r, stop = s.ending.untilEnding(r)
+				defer stop()
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
