@@ -123,9 +123,11 @@ func UsageOf(u hippocam.CallUsage) Usage {
 	return Usage{InputTokens: max(0, u.Input-u.CachedInput), CacheReadInputTokens: u.CachedInput, OutputTokens: u.Output}
 }
 
-// encode writes the response with the bytes of its blocks' raw members (tool inputs) as they
-// are: json.Marshal would compact them, and the agent should get the model's arguments byte for
-// byte.
+// encode writes the response as the Messages API sends a message: every member its SDKs
+// declare, null where Hippocam has nothing to report (container, stop_details, diagnostics), the
+// usage as answerUsage renders it, and the blocks as answerBlock completes them. The bytes of the
+// blocks' raw members (tool inputs) stay as they are: json.Marshal would compact them, and the
+// agent should get the model's arguments byte for byte.
 func (r Response) encode() ([]byte, error) {
 	o := newObject()
 	o.put("id", r.ID)
@@ -134,7 +136,7 @@ func (r Response) encode() ([]byte, error) {
 	o.put("model", r.Model)
 	content := []byte{'['}
 	for i, b := range r.Content {
-		bb, err := b.MarshalJSON()
+		bb, err := answerBlock(b).MarshalJSON()
 		if err != nil {
 			return nil, err
 		}
@@ -146,9 +148,89 @@ func (r Response) encode() ([]byte, error) {
 	o.putRaw("content", append(content, ']'))
 	o.put("stop_reason", r.StopReason)
 	o.put("stop_sequence", r.StopSequence)
-	o.put("usage", r.Usage)
+	o.putRaw("stop_details", jsonNull)
+	o.putRaw("container", jsonNull)
+	o.putRaw("diagnostics", jsonNull)
+	o.put("usage", answerUsage(r.Usage))
 	return o.close()
 }
+
+// jsonNull is the JSON null.
+var jsonNull = json.RawMessage("null")
+
+// answerBlock completes a content block of an answer with the members the Messages API always
+// sends for its type and Hippocam has no other value for: a text block's citations (null), a
+// tool_use block's caller (the model itself, {"type":"direct"}). A member the block already has
+// is kept.
+func answerBlock(b Block) Block {
+	var key string
+	var value json.RawMessage
+	switch b.Type {
+	case BlockText:
+		key, value = "citations", jsonNull
+	case BlockToolUse:
+		key, value = "caller", json.RawMessage(`{"type":"direct"}`)
+	default:
+		return b
+	}
+	if _, ok := b.Extra[key]; ok {
+		return b
+	}
+	extra := make(Extra, len(b.Extra)+1)
+	for k, v := range b.Extra {
+		extra[k] = v
+	}
+	extra[key] = value
+	b.Extra = extra
+	return b
+}
+
+// fullUsage is the usage of a message as the Messages API reports it: the counts, the cache
+// writes by lifetime (none: Hippocam reports no cache writes), the standard service tier, and
+// null for what Hippocam does not learn of a call (server tool requests, the output's breakdown,
+// where and how fast it ran).
+type fullUsage struct {
+	InputTokens              int             `json:"input_tokens"`
+	CacheCreationInputTokens int             `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int             `json:"cache_read_input_tokens"`
+	CacheCreation            cacheCreation   `json:"cache_creation"`
+	OutputTokens             int             `json:"output_tokens"`
+	OutputTokensDetails      json.RawMessage `json:"output_tokens_details"`
+	ServerToolUse            json.RawMessage `json:"server_tool_use"`
+	ServiceTier              string          `json:"service_tier"`
+	InferenceGeo             json.RawMessage `json:"inference_geo"`
+	Speed                    json.RawMessage `json:"speed"`
+}
+
+// cacheCreation splits the cache writes by the lifetime of the entries written.
+type cacheCreation struct {
+	Ephemeral5mInputTokens int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1hInputTokens int `json:"ephemeral_1h_input_tokens"`
+}
+
+// answerUsage renders u as a message's usage; every write counted in u is reported as a
+// five-minute entry.
+func answerUsage(u Usage) fullUsage {
+	return fullUsage{InputTokens: u.InputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens: u.CacheReadInputTokens, OutputTokens: u.OutputTokens,
+		CacheCreation:       cacheCreation{Ephemeral5mInputTokens: u.CacheCreationInputTokens},
+		OutputTokensDetails: jsonNull, ServerToolUse: jsonNull, ServiceTier: "standard", InferenceGeo: jsonNull, Speed: jsonNull}
+}
+
+// deltaUsage is the usage of a message_delta event: the counts so far, null for what Hippocam
+// does not learn of a call.
+type deltaUsage struct {
+	InputTokens              int             `json:"input_tokens"`
+	CacheCreationInputTokens int             `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int             `json:"cache_read_input_tokens"`
+	OutputTokens             int             `json:"output_tokens"`
+	OutputTokensDetails      json.RawMessage `json:"output_tokens_details"`
+	ServerToolUse            json.RawMessage `json:"server_tool_use"`
+}
+
+// MarshalJSON writes the response as encode does. It fails only on a raw member that is not
+// valid JSON.
+func (r Response) MarshalJSON() ([]byte, error) { return r.encode() }
 
 // answerBlocks renders an answer's content blocks; never nil.
 func answerBlocks(m *hippocam.Message) []Block {
@@ -323,17 +405,12 @@ func (s *StreamWriter) Finish(finish string, u hippocam.CallUsage) error {
 	if finish == "" && s.sawToolCall() {
 		reason = StopToolUse
 	}
-	s.event(EventMessageDelta, struct {
-		Type  string `json:"type"`
-		Delta struct {
-			StopReason   string  `json:"stop_reason"`
-			StopSequence *string `json:"stop_sequence"`
-		} `json:"delta"`
-		Usage Usage `json:"usage"`
-	}{Type: EventMessageDelta, Delta: struct {
-		StopReason   string  `json:"stop_reason"`
-		StopSequence *string `json:"stop_sequence"`
-	}{StopReason: reason}, Usage: UsageOf(u)})
+	usage := UsageOf(u)
+	s.event(EventMessageDelta, messageDelta{Type: EventMessageDelta,
+		Delta: stopDelta{StopReason: reason, StopDetails: jsonNull, Container: jsonNull},
+		Usage: deltaUsage{InputTokens: usage.InputTokens, CacheCreationInputTokens: usage.CacheCreationInputTokens,
+			CacheReadInputTokens: usage.CacheReadInputTokens, OutputTokens: usage.OutputTokens,
+			OutputTokensDetails: jsonNull, ServerToolUse: jsonNull}})
 	s.event(EventMessageStop, struct {
 		Type string `json:"type"`
 	}{EventMessageStop})
@@ -355,6 +432,22 @@ func (s *StreamWriter) Fail(typ, msg string) error {
 	s.event(EventError, ErrorResponse{Type: errorType, Error: ErrorBody{Type: typ, Message: msg}})
 	s.done = true
 	return s.flush()
+}
+
+// messageDelta is the message_delta event: how the message stopped, and its usage.
+type messageDelta struct {
+	Type  string     `json:"type"`
+	Delta stopDelta  `json:"delta"`
+	Usage deltaUsage `json:"usage"`
+}
+
+// stopDelta is a message_delta's delta: the stop reason, and null for the stop sequence, the
+// refusal's details and the container.
+type stopDelta struct {
+	StopReason   string          `json:"stop_reason"`
+	StopSequence *string         `json:"stop_sequence"`
+	StopDetails  json.RawMessage `json:"stop_details"`
+	Container    json.RawMessage `json:"container"`
 }
 
 // errFinished is the error of writing to a stream that Finish or Fail ended.
@@ -391,7 +484,7 @@ func (s *StreamWriter) openBlock(b Block) {
 		Type         string `json:"type"`
 		Index        int    `json:"index"`
 		ContentBlock Block  `json:"content_block"`
-	}{EventContentBlockStart, s.next, b})
+	}{EventContentBlockStart, s.next, answerBlock(b)})
 	s.open = b.Type
 }
 

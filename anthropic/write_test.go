@@ -122,10 +122,13 @@ func TestWriteResponse(t *testing.T) {
 		t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
 	}
 	want := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[` +
-		`{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"a <b> & c"},` +
-		`{"type":"tool_use","id":"t1","name":"go","input":{"x":[1, 2]}},{"type":"tool_use","id":"t2","name":"bad","input":{}}],` +
-		`"stop_reason":"tool_use","stop_sequence":null,` +
-		`"usage":{"input_tokens":40,"output_tokens":7,"cache_creation_input_tokens":0,"cache_read_input_tokens":60}}` + "\n"
+		`{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"a <b> & c","citations":null},` +
+		`{"type":"tool_use","id":"t1","name":"go","input":{"x":[1, 2]},"caller":{"type":"direct"}},` +
+		`{"type":"tool_use","id":"t2","name":"bad","input":{},"caller":{"type":"direct"}}],` +
+		`"stop_reason":"tool_use","stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,` +
+		`"usage":{"input_tokens":40,"cache_creation_input_tokens":0,"cache_read_input_tokens":60,` +
+		`"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":7,` +
+		`"output_tokens_details":null,"server_tool_use":null,"service_tier":"standard","inference_geo":null,"speed":null}}` + "\n"
 	if got := rec.Body.String(); got != want {
 		t.Errorf("body:\n got %s\nwant %s", got, want)
 	}
@@ -275,5 +278,58 @@ func TestWriteThenRead(t *testing.T) {
 	got := conv.Messages[1]
 	if got.Content != answer.Content || len(got.ToolCalls) != 1 || got.ToolCalls[0] != answer.ToolCalls[0] {
 		t.Errorf("read back %+v", got)
+	}
+}
+
+// Every event of a stream carries the members the official SDKs' types require, null where
+// Hippocam has nothing to report.
+func TestWriteStreamMembers(t *testing.T) {
+	rec := httptest.NewRecorder()
+	answer := &hippocam.Message{Content: "hi", ToolCalls: []hippocam.ToolCall{{ID: "t1", Name: "read", Arguments: `{}`}}}
+	if err := anthropic.WriteStream(rec, "m", "msg_k", answer, "tool_calls", hippocam.CallUsage{Input: 5, Output: 2}); err != nil {
+		t.Fatal(err)
+	}
+	usage := []string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "output_tokens_details", "server_tool_use"}
+	checks := []struct {
+		event, block string // block: the content block's type, for content_block_start
+		path         []string
+		members      []string
+	}{
+		{"message_start", "", []string{"message"}, []string{"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "stop_details", "container", "diagnostics", "usage"}},
+		{"message_start", "", []string{"message", "usage"}, append([]string{"cache_creation", "service_tier", "inference_geo", "speed"}, usage...)},
+		{"content_block_start", "text", []string{"content_block"}, []string{"type", "text", "citations"}},
+		{"content_block_start", "tool_use", []string{"content_block"}, []string{"type", "id", "name", "input", "caller"}},
+		{"message_delta", "", []string{"delta"}, []string{"stop_reason", "stop_sequence", "stop_details", "container"}},
+		{"message_delta", "", []string{"usage"}, usage},
+	}
+	seen := make([]bool, len(checks))
+	for _, e := range parseSSE(t, rec.Body.String()) {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(e.data), &v); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range checks {
+			if c.event != e.name {
+				continue
+			}
+			obj := v
+			for _, k := range c.path {
+				obj, _ = obj[k].(map[string]any)
+			}
+			if c.block != "" && obj["type"] != c.block {
+				continue
+			}
+			seen[i] = true
+			for _, m := range c.members {
+				if _, ok := obj[m]; !ok {
+					t.Errorf("%s %s has no %q: %s", c.event, strings.Join(c.path, "."), m, e.data)
+				}
+			}
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("no %s event with %s", checks[i].event, strings.Join(checks[i].path, "."))
+		}
 	}
 }

@@ -131,6 +131,9 @@ func (st *step) answer(ctx context.Context) error {
 			return hippocam.Errorf(hippocam.ECAPACITY, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
 		st.res.MaxRequestTokens = max(st.res.MaxRequestTokens, n)
+		if st.in.OnCall != nil {
+			st.in.OnCall(n)
+		}
 		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)

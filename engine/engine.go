@@ -129,6 +129,12 @@ type Input struct {
 	// step's goroutine or the model's; it must not block. The pieces joined are exactly the
 	// Answer's Content.
 	OnText func(text string)
+	// OnCall, when set, is called before each main-model call of the step with the input tokens
+	// of the request it sends (messages, framing and tools, counted with the engine's tokenizer),
+	// from the step's goroutine, before any of that call's text reaches OnText; it must not
+	// block. A streaming transport reports it where its format announces the input's size
+	// before the answer's text.
+	OnCall func(inputTokens int)
 }
 
 // Result is what one step produced.

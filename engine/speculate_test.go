@@ -167,3 +167,31 @@ func TestSpeculationSameState(t *testing.T) {
 		t.Errorf("with speculation the context differs: %s", d)
 	}
 }
+
+// Before each main-model call's text reaches OnText, OnCall gets the input tokens of the request
+// sent, whether the call was the speculative one that stood or one made again after JANUS.
+func TestOnCallBeforeText(t *testing.T) {
+	m := &streaming{inner: mustSim(t)}
+	e := mustEngine(t, engine.ForWindow(8000), m)
+	st := newConversation(t, e).st
+	for _, text := range []string{"!say hello", "#open Read the exports | both exports are read\n!say reading"} {
+		var calls []int
+		textFirst := false
+		res, err := e.Advance(context.Background(), st, "", "s1", engine.Input{
+			Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: text}},
+			OnText: func(string) {
+				if len(calls) == 0 {
+					textFirst = true
+				}
+			},
+			OnCall: func(n int) { calls = append(calls, n) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if textFirst || len(calls) != 1 || calls[0] == 0 || calls[0] != res.MaxRequestTokens {
+			t.Fatalf("%q: OnCall got %v (text before it: %v), want once the request's %d tokens before the text",
+				text, calls, textFirst, res.MaxRequestTokens)
+		}
+	}
+}

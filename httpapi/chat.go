@@ -71,7 +71,7 @@ func completion(req *wire.ChatRequest, res *sessions.Result) wire.ChatResponse {
 		Object:  "chat.completion",
 		Created: res.Session.UpdatedAt.Unix(),
 		Model:   req.Model,
-		Choices: []wire.Choice{{Index: 0, Message: wire.FromMessage(&res.Answer), FinishReason: chatFinish(res)}},
+		Choices: []wire.Choice{{Index: 0, Message: wire.AnswerMessage(wire.FromMessage(&res.Answer)), FinishReason: chatFinish(res)}},
 		Usage:   chatUsage(res.Usage),
 	}
 }
@@ -87,13 +87,16 @@ func chatFinish(res *sessions.Result) string {
 	return "stop"
 }
 
-// chatUsage reports what the main model consumed for this answer, recall calls included.
+// chatUsage reports what the main model consumed for this answer, recall calls included, with
+// both breakdowns the API always sends (Hippocam counts no reasoning, audio or prediction tokens
+// apart: those are 0).
 func chatUsage(u hippocam.RoleUsage) *wire.Usage {
 	return &wire.Usage{
-		PromptTokens:        int(u.Input),
-		CompletionTokens:    int(u.Output),
-		TotalTokens:         int(u.Input + u.Output),
-		PromptTokensDetails: &wire.PromptTokensDetails{CachedTokens: int(u.CachedInput)},
+		PromptTokens:            int(u.Input),
+		CompletionTokens:        int(u.Output),
+		TotalTokens:             int(u.Input + u.Output),
+		PromptTokensDetails:     &wire.PromptTokensDetails{CachedTokens: int(u.CachedInput)},
+		CompletionTokensDetails: &wire.CompletionTokensDetails{},
 	}
 }
 

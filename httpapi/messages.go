@@ -68,9 +68,11 @@ type messagesStream struct {
 	sw    *anthropic.StreamWriter
 }
 
+// open writes message_start with the input tokens the engine counted for the call whose text
+// follows: the provider's count is known only once the answer is, and message_delta reports it.
 func (m *messagesStream) open(id streamID) error {
 	m.sw = anthropic.NewStreamWriter(m.w, m.model, messageID(id.session, id.answer))
-	return m.sw.Start(hippocam.CallUsage{})
+	return m.sw.Start(hippocam.CallUsage{Input: id.inputTokens})
 }
 
 func (m *messagesStream) text(piece string) error { return m.sw.Text(piece) }

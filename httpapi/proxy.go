@@ -74,7 +74,7 @@ func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant,
 	learnHeaders(r, req)
 	if st != nil {
 		st.position = len(conv.Messages)
-		req.OnStart, req.OnText, req.OnRoute = st.start, st.text, st.route
+		req.OnStart, req.OnText, req.OnRoute, req.OnCall = st.start, st.text, st.route, st.call
 	}
 	ctx, cancel := detach(r.Context(), s.cfg.DetachedStepTimeout)
 	res, err := s.cfg.Sessions.Continue(ctx, req)

@@ -14,9 +14,10 @@ import (
 	"github.com/hippocam/hippocam/sessions"
 )
 
-// Streamed answers. A streamed request hands the session service two callbacks: OnStart names
-// the session before the step runs, OnText queues each piece of the answer's text as the model
-// produces it. A writer goroutine sends what is queued to the client as the format's delta
+// Streamed answers. A streamed request hands the session service its callbacks: OnStart names
+// the session before the step runs, OnCall tells the input tokens of each main-model call's
+// request before its text, OnText queues each piece of the answer's text as the model produces
+// it. A writer goroutine sends what is queued to the client as the format's delta
 // events, every write bounded by Config.WriteTimeout, so the step never waits on the client
 // and the session's lock is released as soon as the step is committed. Once Continue has
 // returned, the handler writes the rest (tool calls, the end of the answer, usage) or, when
@@ -45,10 +46,13 @@ type streamFormat interface {
 // response was created. The key is the answer's message id when the answer is known before
 // anything is written; when its text streams while the step runs, the answer has no id yet,
 // and the key is "@N", its position in the session's transcript (resolveAnswer reads both).
+// inputTokens is what the main-model call whose text opens the stream was sent, as the engine
+// counted it (0 when not known), for the formats that announce it before the text.
 type streamID struct {
 	session, answer string
 	event           sessions.Event
 	created         int64
+	inputTokens     int
 }
 
 // positionKey is the answer key of the answer at index n of a transcript.
@@ -71,6 +75,8 @@ type answerStream struct {
 	length  int             // bytes of text queued
 	peak    int             // the most bytes pending at once (tests check the bound)
 	id      *streamID       // set by start
+	tokens  int             // set by call: the input tokens of the latest main-model call
+	opening int             // tokens when the first piece was queued: what the opening reports
 	cluster string          // set by route: the task's cluster, named in the headers
 	routed  bool
 	closed  bool          // Continue returned: no more pieces
@@ -99,6 +105,14 @@ func (a *answerStream) start(session string, event sessions.Event) {
 	go a.run()
 }
 
+// call is the service's OnCall: it keeps the input tokens of the main-model call under way,
+// which the stream's opening reports when that call's text opens it.
+func (a *answerStream) call(inputTokens int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tokens = inputTokens
+}
+
 // route is the service's OnRoute: the cluster the task start was routed to, named in the
 // stream's headers.
 func (a *answerStream) route(cluster string) {
@@ -116,6 +130,9 @@ func (a *answerStream) text(piece string) {
 	if a.failed != nil || a.closed || a.id == nil {
 		a.mu.Unlock()
 		return
+	}
+	if a.length == 0 {
+		a.opening = a.tokens
 	}
 	a.pending.WriteString(piece)
 	a.peak = max(a.peak, a.pending.Len())
@@ -142,11 +159,11 @@ func (a *answerStream) run() {
 			<-a.wake
 			a.mu.Lock()
 		}
-		text, closed := a.pending.String(), a.closed
+		text, closed, tokens := a.pending.String(), a.closed, a.opening
 		a.pending = strings.Builder{}
 		a.mu.Unlock()
 		if text != "" {
-			if err := a.write(text); err != nil {
+			if err := a.write(text, tokens); err != nil {
 				a.cutOff(err)
 				return
 			}
@@ -157,15 +174,18 @@ func (a *answerStream) run() {
 	}
 }
 
-// write sends one stretch of text, opening the stream first.
-func (a *answerStream) write(text string) error {
+// write sends one stretch of text, opening the stream first, with the input tokens of the call
+// that produced it.
+func (a *answerStream) write(text string, inputTokens int) error {
 	if !a.opened {
 		a.w.Header().Set(SessionHeader, a.id.session)
 		if a.routed {
 			a.w.Header().Set(ClusterHeader, a.cluster)
 		}
 		a.w.Header().Set(EventHeader, string(a.id.event))
-		if err := a.format.open(*a.id); err != nil {
+		id := *a.id
+		id.inputTokens = inputTokens
+		if err := a.format.open(id); err != nil {
 			return err
 		}
 		a.opened = true

@@ -34,6 +34,8 @@ type gatedModel struct {
 	// failing it with the error sent (nil: it returns its answer).
 	held    chan context.Context
 	release chan error
+	// input is the input tokens of the latest main-model request, as the engine counts them.
+	input atomic.Int64
 }
 
 var _ hippocam.StreamModel = (*gatedModel)(nil)
@@ -47,6 +49,9 @@ func (g *gatedModel) Complete(ctx context.Context, req *hippocam.Request) (*hipp
 }
 
 func (g *gatedModel) CompleteStream(ctx context.Context, req *hippocam.Request, fn func(string) error) (*hippocam.Response, error) {
+	if req.Role == hippocam.CallAgent {
+		g.input.Store(int64(hippocam.RequestTokens(tokenizer.MustDefault(), req.Messages, req.Tools)))
+	}
 	resp, err := g.inner.CompleteStream(ctx, req, fn)
 	if err != nil || req.Role != hippocam.CallAgent || !g.gated.Load() {
 		return resp, err
@@ -619,5 +624,41 @@ func TestStreamedResponseIDs(t *testing.T) {
 	again.Body.Close()
 	if again.StatusCode != 200 || !strings.Contains(string(b), "third") {
 		t.Fatalf("item_reference: %d %s", again.StatusCode, b)
+	}
+}
+
+// A streamed Messages answer opens with message_start reporting the input tokens of the request
+// the main model was sent, counted before its text streams (the provider's own count comes
+// with message_delta, once the answer is known; the simulated model counts as the engine does).
+func TestStreamMessageStartInputTokens(t *testing.T) {
+	s := newStreamServer(t, 8000, 0, nil)
+	s.model.gated.Store(true)
+	resp := s.post(t, "/v1/messages", "start-usage", `{"model":"m","max_tokens":512,"stream":true,"messages":[{"role":"user","content":`+quote(longSay)+`}]}`)
+	defer resp.Body.Close()
+	<-s.model.held // the text has streamed; the step is not over
+	want := s.model.input.Load()
+	r := &eventReader{t: t, br: bufio.NewReader(resp.Body)}
+	data, ev, ok := r.next()
+	if !ok || ev["type"] != "message_start" {
+		t.Fatalf("first event %s, want message_start", data)
+	}
+	usage := ev["message"].(map[string]any)["usage"].(map[string]any)
+	if got := usage["input_tokens"]; want == 0 || got != float64(want) {
+		t.Errorf("message_start reports input_tokens %v, want the main request's %d: %s", got, want, data)
+	}
+	s.model.release <- nil
+	for {
+		data, ev, ok := r.next()
+		if !ok {
+			t.Fatal("the stream ended without message_delta")
+		}
+		if ev["type"] != "message_delta" {
+			continue
+		}
+		u := ev["usage"].(map[string]any)
+		if got := u["input_tokens"].(float64) + u["cache_read_input_tokens"].(float64); got != float64(want) {
+			t.Errorf("message_delta reports %v input tokens, message_start %d: %s", got, want, data)
+		}
+		break
 	}
 }

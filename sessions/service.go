@@ -189,6 +189,10 @@ type Request struct {
 	// the request relates to it: a streaming transport names them (its response headers and
 	// ids) before the first piece of text. It must not block.
 	OnStart func(session string, event Event)
+	// OnCall, when set, is called before each main-model call of the step with the input
+	// tokens of the request sent (engine.Input.OnCall), after OnStart and before that call's
+	// text reaches OnText. It must not block.
+	OnCall func(inputTokens int)
 	// LearnOff opts this task out of learning (the Hippocam-Learn: off header); Cluster pins
 	// its cluster, by id or by scope, created when absent (Hippocam-Cluster); TaskKey groups
 	// the attempts of one problem (Hippocam-Task). They count on a session's first request only.
@@ -586,7 +590,7 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	sess, conv := p.sess, h.conv
 	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Model: conv.Model, MaxTokens: conv.MaxTokens,
 		Extra: conv.Extra, ExtraFormat: conv.Format, Betas: conv.Betas,
-		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText}
+		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText, OnCall: h.OnCall}
 	n := len(conv.Messages)
 	if p.event == EventRegenerated {
 		in.Regenerate = sess.Transcript.Answer

@@ -227,12 +227,13 @@ func response(model string, rep *Reply) *wire.ChatResponse {
 		ID:      "chatcmpl-" + rep.Digest[:24],
 		Object:  "chat.completion",
 		Model:   model,
-		Choices: []wire.Choice{{Index: 0, Message: msg, FinishReason: rep.FinishReason}},
+		Choices: []wire.Choice{{Index: 0, Message: wire.AnswerMessage(msg), FinishReason: rep.FinishReason}},
 		Usage: &wire.Usage{
-			PromptTokens:        u.Input,
-			CompletionTokens:    u.Output,
-			TotalTokens:         u.Input + u.Output,
-			PromptTokensDetails: &wire.PromptTokensDetails{CachedTokens: u.CachedInput},
+			PromptTokens:            u.Input,
+			CompletionTokens:        u.Output,
+			TotalTokens:             u.Input + u.Output,
+			PromptTokensDetails:     &wire.PromptTokensDetails{CachedTokens: u.CachedInput},
+			CompletionTokensDetails: &wire.CompletionTokensDetails{},
 		},
 	}
 }

@@ -228,24 +228,38 @@ func (r ChatResponse) MarshalJSON() ([]byte, error) {
 	return encodeSlow(chatResponse(r), r.Extra)
 }
 
-// Choice is one alternative of a completion.
+// Choice is one alternative of a completion. Logprobs is kept raw, and written as null when
+// unset.
 type Choice struct {
-	Index        int         `json:"index"`
-	Message      ChatMessage `json:"message"`
-	FinishReason string      `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Message      ChatMessage     `json:"message"`
+	FinishReason string          `json:"finish_reason"`
+	Logprobs     json.RawMessage `json:"logprobs"`
 }
 
 // Usage is a completion's token accounting.
 type Usage struct {
-	PromptTokens        int                  `json:"prompt_tokens"`
-	CompletionTokens    int                  `json:"completion_tokens"`
-	TotalTokens         int                  `json:"total_tokens"`
-	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+	PromptTokens            int                      `json:"prompt_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	PromptTokensDetails     *PromptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *CompletionTokensDetails `json:"completion_tokens_details,omitempty"`
 }
 
-// PromptTokensDetails reports the prompt tokens served from the provider's cache.
+// PromptTokensDetails reports the prompt tokens served from the provider's cache, and those of
+// audio input.
 type PromptTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
+	AudioTokens  int `json:"audio_tokens"`
+}
+
+// CompletionTokensDetails breaks the completion tokens down: reasoning, audio, and the tokens
+// of a predicted output that were accepted or rejected.
+type CompletionTokensDetails struct {
+	ReasoningTokens          int `json:"reasoning_tokens"`
+	AudioTokens              int `json:"audio_tokens"`
+	AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
 }
 
 // ChatChunk is one server-sent event of a streamed completion.
@@ -258,11 +272,13 @@ type ChatChunk struct {
 	Usage   *Usage        `json:"usage,omitempty"`
 }
 
-// ChunkChoice is one choice's delta in a chunk.
+// ChunkChoice is one choice's delta in a chunk. Logprobs is kept raw, and written as null when
+// unset.
 type ChunkChoice struct {
-	Index        int     `json:"index"`
-	Delta        Delta   `json:"delta"`
-	FinishReason *string `json:"finish_reason"`
+	Index        int             `json:"index"`
+	Delta        Delta           `json:"delta"`
+	Logprobs     json.RawMessage `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
 }
 
 // Delta is the increment a chunk carries.

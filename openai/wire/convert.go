@@ -89,6 +89,33 @@ func FromMessage(m *hippocam.Message) ChatMessage {
 	return c
 }
 
+// AnswerMessage completes the assistant message of a completion with the members the Chat
+// Completions API always sends in one: content (null when the message has none), refusal (null)
+// and annotations ([]); a member the message has already is kept. The message given is not
+// changed.
+func AnswerMessage(c ChatMessage) ChatMessage {
+	if len(c.Content) == 0 {
+		c.Content = json.RawMessage("null")
+	}
+	_, refusal := c.Extra["refusal"]
+	_, annotations := c.Extra["annotations"]
+	if refusal && annotations {
+		return c
+	}
+	extra := make(Extra, len(c.Extra)+2)
+	for k, v := range c.Extra {
+		extra[k] = v
+	}
+	if !refusal {
+		extra["refusal"] = json.RawMessage("null")
+	}
+	if !annotations {
+		extra["annotations"] = json.RawMessage("[]")
+	}
+	c.Extra = extra
+	return c
+}
+
 // FromTool converts a domain tool to a wire tool definition.
 func FromTool(t *hippocam.Tool) ToolDef {
 	return ToolDef{Type: "function", Function: FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}

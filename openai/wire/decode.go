@@ -654,7 +654,7 @@ func (d *decoder) response(r *ChatResponse) bool {
 	return ok
 }
 
-var choiceKeys = []string{"index", "message", "finish_reason"}
+var choiceKeys = []string{"index", "message", "finish_reason", "logprobs"}
 
 func (d *decoder) choice(c *Choice) bool {
 	if d.null() {
@@ -674,6 +674,8 @@ func (d *decoder) choice(c *Choice) bool {
 			bit, ok = 1<<1, d.message(&c.Message)
 		case "finish_reason":
 			bit, ok = 1<<2, d.string(&c.FinishReason)
+		case "logprobs":
+			bit, ok = 1<<3, d.raw(&c.Logprobs)
 		default:
 			bit, ok = 0, unknown(k, choiceKeys) && d.skip()
 		}

@@ -248,6 +248,12 @@ func (e *encoder) response(r *ChatResponse, top bool) bool {
 			}
 			e.b = append(e.b, `,"finish_reason":`...)
 			e.str(c.FinishReason)
+			e.b = append(e.b, `,"logprobs":`...)
+			if c.Logprobs == nil {
+				e.b = append(e.b, "null"...)
+			} else if !e.raw(c.Logprobs) {
+				return false
+			}
 			e.b = append(e.b, '}')
 		}
 		e.b = append(e.b, ']')
@@ -259,9 +265,22 @@ func (e *encoder) response(r *ChatResponse, top bool) bool {
 		e.int(int64(u.CompletionTokens))
 		e.b = append(e.b, `,"total_tokens":`...)
 		e.int(int64(u.TotalTokens))
-		if u.PromptTokensDetails != nil {
+		if d := u.PromptTokensDetails; d != nil {
 			e.b = append(e.b, `,"prompt_tokens_details":{"cached_tokens":`...)
-			e.int(int64(u.PromptTokensDetails.CachedTokens))
+			e.int(int64(d.CachedTokens))
+			e.b = append(e.b, `,"audio_tokens":`...)
+			e.int(int64(d.AudioTokens))
+			e.b = append(e.b, '}')
+		}
+		if d := u.CompletionTokensDetails; d != nil {
+			e.b = append(e.b, `,"completion_tokens_details":{"reasoning_tokens":`...)
+			e.int(int64(d.ReasoningTokens))
+			e.b = append(e.b, `,"audio_tokens":`...)
+			e.int(int64(d.AudioTokens))
+			e.b = append(e.b, `,"accepted_prediction_tokens":`...)
+			e.int(int64(d.AcceptedPredictionTokens))
+			e.b = append(e.b, `,"rejected_prediction_tokens":`...)
+			e.int(int64(d.RejectedPredictionTokens))
 			e.b = append(e.b, '}')
 		}
 		e.b = append(e.b, '}')
@@ -311,7 +330,7 @@ func requestSize(r *ChatRequest) int {
 func responseSize(r *ChatResponse) int {
 	n := 256 + len(r.ID) + len(r.Object) + len(r.Model) + extraSize(r.Extra)
 	for i := range r.Choices {
-		n += 64 + len(r.Choices[i].FinishReason) + messageSize(&r.Choices[i].Message)
+		n += 80 + len(r.Choices[i].FinishReason) + len(r.Choices[i].Logprobs) + messageSize(&r.Choices[i].Message)
 	}
 	return n
 }

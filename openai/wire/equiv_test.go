@@ -589,13 +589,17 @@ func TestEncodeBuiltValuesMatchReference(t *testing.T) {
 		if r.IntN(4) > 0 {
 			resp.Choices = []Choice{}
 			for n := r.IntN(3); n > 0; n-- {
-				resp.Choices = append(resp.Choices, Choice{Index: r.IntN(3), Message: message(), FinishReason: str()})
+				resp.Choices = append(resp.Choices, Choice{Index: r.IntN(3), Message: message(), FinishReason: str(), Logprobs: raw()})
 			}
 		}
 		if r.IntN(2) == 0 {
 			resp.Usage = &Usage{PromptTokens: r.IntN(1000), CompletionTokens: r.IntN(1000), TotalTokens: -r.IntN(3)}
 			if r.IntN(2) == 0 {
-				resp.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: r.IntN(100)}
+				resp.Usage.PromptTokensDetails = &PromptTokensDetails{CachedTokens: r.IntN(100), AudioTokens: r.IntN(3)}
+			}
+			if r.IntN(2) == 0 {
+				resp.Usage.CompletionTokensDetails = &CompletionTokensDetails{ReasoningTokens: r.IntN(100), AudioTokens: r.IntN(3),
+					AcceptedPredictionTokens: r.IntN(3), RejectedPredictionTokens: r.IntN(3)}
 			}
 		}
 		checkEncode(t, kinds[3], resp)

@@ -181,6 +181,7 @@ type ZrefChoice struct {
 	Index        int             `json:"index"`
 	Message      ZrefChatMessage `json:"message"`
 	FinishReason string          `json:"finish_reason"`
+	Logprobs     json.RawMessage `json:"logprobs"`
 }
 
 // Conversions between the reference types and the real ones; they keep nil and empty apart.
@@ -214,13 +215,13 @@ func reqFromRef(r ZrefChatRequest) ChatRequest {
 func respToRef(r ChatResponse) ZrefChatResponse {
 	return ZrefChatResponse{ID: r.ID, Object: r.Object, Created: r.Created, Model: r.Model, Usage: r.Usage, Extra: r.Extra,
 		Choices: convSlice(r.Choices, func(c Choice) ZrefChoice {
-			return ZrefChoice{Index: c.Index, Message: ZrefChatMessage(c.Message), FinishReason: c.FinishReason}
+			return ZrefChoice{Index: c.Index, Message: ZrefChatMessage(c.Message), FinishReason: c.FinishReason, Logprobs: c.Logprobs}
 		})}
 }
 
 func respFromRef(r ZrefChatResponse) ChatResponse {
 	return ChatResponse{ID: r.ID, Object: r.Object, Created: r.Created, Model: r.Model, Usage: r.Usage, Extra: r.Extra,
 		Choices: convSlice(r.Choices, func(c ZrefChoice) Choice {
-			return Choice{Index: c.Index, Message: ChatMessage(c.Message), FinishReason: c.FinishReason}
+			return Choice{Index: c.Index, Message: ChatMessage(c.Message), FinishReason: c.FinishReason, Logprobs: c.Logprobs}
 		})}
 }

@@ -17,7 +17,9 @@ import (
 // items, the event stream of a streamed answer, and the error body.
 
 // Response is a Responses API response object. Raw fields are written as sent (null when unset).
-// MarshalJSON writes empty Output and Tools as [] (SDKs append to them while streaming).
+// MarshalJSON writes empty Output and Tools as [] (SDKs append to them while streaming), and
+// leaves out a nil Usage (a response still in progress has none; the SDKs' types declare it an
+// object when present, never null).
 type Response struct {
 	ID                 string          `json:"id"`
 	Object             string          `json:"object"`
@@ -39,7 +41,7 @@ type Response struct {
 	Tools              []ResponsesTool `json:"tools"`
 	TopP               json.RawMessage `json:"top_p"`
 	Truncation         string          `json:"truncation"`
-	Usage              *ResponseUsage  `json:"usage"`
+	Usage              *ResponseUsage  `json:"usage,omitempty"`
 	User               json.RawMessage `json:"user,omitempty"`
 	Metadata           json.RawMessage `json:"metadata"`
 	Extra              Extra           `json:"-"`
@@ -157,19 +159,29 @@ func (c *OutputContent) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the part; an output_text always has its text and annotations. It fails only
-// on a raw value that is not valid JSON.
+// MarshalJSON writes the part; an output_text always has its text, its annotations and its
+// logprobs ([] unless the part has its own). It fails only on a raw value that is not valid JSON.
 func (c OutputContent) MarshalJSON() ([]byte, error) {
 	if c.Type == "output_text" {
 		ann := c.Annotations
 		if len(ann) == 0 {
 			ann = json.RawMessage("[]")
 		}
+		logprobs, extra := json.RawMessage("[]"), c.Extra
+		if v, ok := c.Extra["logprobs"]; ok {
+			logprobs, extra = v, make(Extra, len(c.Extra)-1)
+			for k, v := range c.Extra {
+				if k != "logprobs" {
+					extra[k] = v
+				}
+			}
+		}
 		return encodeSlow(struct {
 			Type        string          `json:"type"`
 			Annotations json.RawMessage `json:"annotations"`
+			Logprobs    json.RawMessage `json:"logprobs"`
 			Text        string          `json:"text"`
-		}{c.Type, ann, c.Text}, c.Extra)
+		}{c.Type, ann, logprobs, c.Text}, extra)
 	}
 	return encodeSlow(outputContent(c), c.Extra)
 }
@@ -184,9 +196,11 @@ type ResponseUsage struct {
 	TotalTokens         int                 `json:"total_tokens"`
 }
 
-// InputTokensDetails reports the prompt tokens served from the provider's cache.
+// InputTokensDetails reports the prompt tokens served from the provider's cache, and those
+// written to it.
 type InputTokensDetails struct {
-	CachedTokens int `json:"cached_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
 }
 
 // OutputTokensDetails reports the output tokens spent on reasoning.
@@ -255,7 +269,7 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 	}
 	r.Tools = make([]ResponsesTool, 0, len(conv.Tools))
 	for _, t := range conv.Tools {
-		r.Tools = append(r.Tools, ResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		r.Tools = append(r.Tools, echoTool(t))
 	}
 	switch conv.ToolChoice {
 	case "":
@@ -293,6 +307,17 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 	}
 }
 
+// echoTool is a function tool as a response echoes it: with its parameters and strict, null
+// when the request did not say (the conversation does not keep strict).
+func echoTool(t hippocam.Tool) ResponsesTool {
+	params := t.Parameters
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	return ResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params,
+		Extra: Extra{"strict": json.RawMessage("null")}}
+}
+
 // messageItemID and callItemID derive output item ids from the response id: the n-th message
 // item and the i-th function call.
 func messageItemID(respID string, n int) string {
@@ -322,8 +347,8 @@ func callItem(id string, c hippocam.ToolCall, status string) OutputItem {
 // Type: Response for response.created, response.in_progress and response.completed; OutputIndex
 // and Item for response.output_item.added and .done; ItemID, OutputIndex, ContentIndex and Part
 // for response.content_part.added and .done; Delta or Text (with Logprobs) for
-// response.output_text.delta and .done; Delta or Arguments for
-// response.function_call_arguments.delta and .done.
+// response.output_text.delta and .done; Delta for response.function_call_arguments.delta,
+// Arguments and Name for its .done.
 type ResponseEvent struct {
 	Type           string          `json:"type"`
 	SequenceNumber int             `json:"sequence_number"`
@@ -336,6 +361,7 @@ type ResponseEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
+	Name           string          `json:"name,omitempty"`
 	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
 }
 
@@ -620,7 +646,7 @@ func (s *ResponseStream) call(id string, c hippocam.ToolCall) {
 		s.send(ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
 	}
 	args := c.Arguments
-	s.send(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args})
+	s.send(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args, Name: c.Name})
 	done := callItem(id, c, "completed")
 	s.send(ResponseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &done})
 	s.output = append(s.output, done)

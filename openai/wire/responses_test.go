@@ -329,11 +329,11 @@ func TestNewResponse(t *testing.T) {
 		"parallel_tool_calls": true, "previous_response_id": "resp_prev", "store": true, "temperature": 1.0, "top_p": 1.0,
 		"text": map[string]any{"format": map[string]any{"type": "text"}}, "tool_choice": "auto", "tools": []any{},
 		"truncation": "disabled", "metadata": map[string]any{},
-		"usage": map[string]any{"input_tokens": 100.0, "input_tokens_details": map[string]any{"cached_tokens": 64.0},
+		"usage": map[string]any{"input_tokens": 100.0, "input_tokens_details": map[string]any{"cached_tokens": 64.0, "cache_write_tokens": 0.0},
 			"output_tokens": 20.0, "output_tokens_details": map[string]any{"reasoning_tokens": 0.0}, "total_tokens": 120.0},
 		"output": []any{
 			map[string]any{"id": "msg_abc", "type": "message", "status": "completed", "role": "assistant",
-				"content": []any{map[string]any{"type": "output_text", "text": a.Content, "annotations": []any{}}}},
+				"content": []any{map[string]any{"type": "output_text", "text": a.Content, "annotations": []any{}, "logprobs": []any{}}}},
 			map[string]any{"id": "fc_abc_0", "type": "function_call", "status": "completed", "call_id": "call_a", "name": "read_file", "arguments": a.ToolCalls[0].Arguments},
 			map[string]any{"id": "fc_abc_1", "type": "function_call", "status": "completed", "call_id": "call_b", "name": "noop", "arguments": ""},
 		},
@@ -373,6 +373,11 @@ func TestEchoRequest(t *testing.T) {
 		resp.ParallelToolCalls || string(resp.Metadata) != `{"a":"b"}` || resp.Truncation != "auto" || string(resp.User) != `"me"` {
 		t.Fatalf("echoed %s", show(resp))
 	}
+	// A function tool is echoed with parameters and strict, null when the request gave none.
+	b, err := json.Marshal(resp.Tools[0])
+	if err != nil || string(b) != `{"type":"function","name":"f","parameters":{"type":"object"},"strict":null}` {
+		t.Fatalf("echoed tool %s (%v)", b, err)
+	}
 	conv.ToolChoice = "f"
 	resp.EchoRequest(conv)
 	if string(resp.ToolChoice) != `{"name":"f","type":"function"}` {
@@ -401,6 +406,11 @@ func checkEvents(t *testing.T, stream []byte) ([]wire.ResponseEvent, *wire.Respo
 	}
 	if events[0].Response.Status != "in_progress" || len(events[0].Response.Output) != 0 || events[0].Response.Usage != nil {
 		t.Fatalf("created announces %s", show(events[0].Response))
+	}
+	// The SDKs' types declare usage an object when present: a response in progress leaves it
+	// out rather than sending null.
+	if bytes.Contains(stream[:bytes.Index(stream, []byte("\n\n"))], []byte(`"usage"`)) {
+		t.Fatalf("created carries a usage: %s", stream[:bytes.Index(stream, []byte("\n\n"))])
 	}
 	last := events[len(events)-1]
 	if last.Type != "response.completed" || last.Response == nil {
@@ -440,6 +450,9 @@ func replay(t *testing.T, events []wire.ResponseEvent) []wire.OutputItem {
 		case "response.function_call_arguments.done":
 			if got := out[*ev.OutputIndex].Arguments; got != *ev.Arguments || out[*ev.OutputIndex].ID != ev.ItemID {
 				t.Fatalf("arguments done %q, deltas gave %q", *ev.Arguments, got)
+			}
+			if ev.Name != out[*ev.OutputIndex].Name {
+				t.Fatalf("arguments done names %q, the item %q", ev.Name, out[*ev.OutputIndex].Name)
 			}
 		case "response.output_item.done":
 			acc := out[*ev.OutputIndex]
