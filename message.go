@@ -54,11 +54,15 @@ const (
 // Hidden reports whether messages of kind k are bookkeeping that no model request carries.
 func (k Kind) Hidden() bool { return k == KindFraming || k == KindBranch }
 
-// ToolCall is one call the model asked for.
+// ToolCall is one call the model asked for. Arguments is JSON text, except for a call of a
+// custom tool (Kind ToolCustom), where it is the tool's free-text input. Namespace names the
+// group of the tool called, when it was declared in one.
 type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Arguments string   `json:"arguments"`
+	Kind      ToolKind `json:"kind,omitempty"`
+	Namespace string   `json:"namespace,omitempty"`
 }
 
 // Evaluation is the direction of a knowledge item's outcome (paper §2.4): it is not confidence.

@@ -25,11 +25,25 @@ const (
 // RoleHeader is the HTTP header that carries a call's CallRole.
 const RoleHeader = "X-Hippocam-Role"
 
-// Tool describes a function the model may call. Parameters is a JSON Schema object.
+// Tool describes a tool the model may call: a function (Parameters is a JSON Schema object), a
+// custom tool taking free text, or a tool the provider defines (tool.go says how each reaches an
+// upstream).
 type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// Kind is ToolFunction (""), ToolCustom or ToolProvider.
+	Kind ToolKind `json:"kind,omitempty"`
+	// Type is the type the client gave a tool that is not a plain function: "custom",
+	// "web_search", "web_search_20250305", "bash_20250124"….
+	Type string `json:"type,omitempty"`
+	// Namespace names the group a tool was declared in (an OpenAI Responses namespace tool);
+	// an upstream without namespaces sees it under FlatName(Namespace, Name).
+	Namespace string `json:"namespace,omitempty"`
+	// Format and Raw are the tool's declaration as the client sent it, byte for byte (for a
+	// tool of a namespace, the whole namespace's), when it is not a plain function.
+	Format Format          `json:"format,omitempty"`
+	Raw    json.RawMessage `json:"raw,omitempty"`
 }
 
 // Request is one chat-completion call.

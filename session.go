@@ -115,6 +115,14 @@ func (s *Session) Clone() *Session {
 		cl := *l
 		c.Transcript.Learning = &cl
 	}
+	if cl := s.Transcript.Client; cl != nil {
+		cc := *cl
+		c.Transcript.Client = &cc
+	}
+	if r := s.Transcript.Request; r != nil {
+		cr := *r
+		c.Transcript.Request = &cr
+	}
 	return &c
 }
 
@@ -128,6 +136,9 @@ type SessionInfo struct {
 	UpdatedAt      time.Time      `json:"updated_at"`
 	// Fork is the session's origin when it is a fork.
 	Fork *Fork `json:"fork,omitempty"`
+	// Client is the session's title and client conversation (Transcript.Client), nil when
+	// unknown.
+	Client *Client `json:"client,omitempty"`
 }
 
 // Change is one step's state change, committed atomically by a Store. Ops are applied in order
@@ -186,6 +197,14 @@ type Transcript struct {
 	// routed, what advisory it got, and whether it has ended. It rides in this snapshot field
 	// too. Nil: learning was off for it.
 	Learning *TaskLearning `json:"learning,omitempty"`
+	// Client is the session's title and what its client said of the conversation it belongs to
+	// (client.go); the stores also keep it where a listing reads it (SessionInfo.Client). Nil for
+	// a session that has not answered yet.
+	Client *Client `json:"client,omitempty"`
+	// Request is the size, part by part, of the last main-model request the session's last step
+	// sent (the one its answer came from): what the viewer's context meter shows. Nil before
+	// the first step.
+	Request *RequestSize `json:"request,omitempty"`
 }
 
 // TaskLearning is what the learning layer recorded on a session.

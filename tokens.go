@@ -39,3 +39,25 @@ func RequestTokens(t Tokenizer, msgs []Message, tools []Tool) int {
 	}
 	return n
 }
+
+// RequestSize is what one main-model request carried, in tokens, part by part: the parts add up
+// to Total, which is RequestTokens of the request as sent.
+type RequestSize struct {
+	// Framing is the agent's own system and developer messages; System is Hippocam's system
+	// message (its memory instructions), with the few tokens that prime every request.
+	Framing int `json:"framing"`
+	System  int `json:"system"`
+	// Tools is the schemas of the agent's tools; RecallTools those of Hippocam's recall and
+	// search, when the request offered them.
+	Tools       int `json:"tools"`
+	RecallTools int `json:"recall_tools"`
+	// Memory is what Hippocam put in the context: consolidated memories, guidance, advisories
+	// and the model's own recall exchanges. Messages is the agent's messages kept whole.
+	Memory   int `json:"memory"`
+	Messages int `json:"messages"`
+	Total    int `json:"total"`
+	// Reported is the input tokens the provider reported for that call, and ReportedCached the
+	// part it served from its prompt cache; both 0 when it reported none.
+	Reported       int `json:"reported,omitempty"`
+	ReportedCached int `json:"reported_cached,omitempty"`
+}

@@ -76,7 +76,11 @@ func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam
 	if err != nil {
 		return nil, err
 	}
-	return decodeResponse(raw)
+	resp, err := decodeResponse(raw)
+	if err == nil {
+		hippocam.RestoreCalls(req.Tools, hippocam.FormatAnthropic, &resp.Message)
+	}
+	return resp, err
 }
 
 // roleOf returns the call role of req, CallAgent when it names none.

@@ -36,6 +36,7 @@ func decodeResponse(raw []byte) (*hippocam.Response, error) {
 // answerOf converts the blocks of an answer (raws[i] the bytes of blocks[i]) into a raw
 // assistant message: text blocks concatenated (the blocks of one answer are pieces of one text,
 // cut for citations), tool_use blocks as tool calls, every other block as a Part with its bytes.
+// An answer with the blocks of a server tool also keeps all its blocks, as its Origin.
 func answerOf(blocks []Block, raws []json.RawMessage, stop string, u Usage) (*hippocam.Response, error) {
 	msg := hippocam.Message{Role: hippocam.RoleAssistant, Kind: hippocam.KindRaw}
 	var text strings.Builder
@@ -57,6 +58,23 @@ func answerOf(blocks []Block, raws []json.RawMessage, stop string, u Usage) (*hi
 		}
 	}
 	msg.Content = text.String()
+	if serverBlocks(msg.Parts) {
+		// The blocks of a server tool: the answer keeps its blocks as sent, so that it goes back
+		// upstream in their order, with the citations of its text (serverTurn).
+		var b strings.Builder
+		b.WriteString(`{"role":"assistant","content":[`)
+		for i, raw := range raws {
+			if len(raw) == 0 { // a streamed text or tool_use block, assembled
+				raw, _ = marshal(blocks[i])
+			}
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(raw)
+		}
+		b.WriteString("]}")
+		msg.Origin = &hippocam.Origin{Format: hippocam.FormatAnthropic, Raw: b.String()}
+	}
 	return &hippocam.Response{Message: msg, FinishReason: FinishReason(stop), Usage: CallUsageOf(u)}, nil
 }
 

@@ -25,7 +25,12 @@ import (
 //     messages of one role share one turn, so tool results and the user text that follows them
 //     travel together, the tool results first, as the format requires.
 //   - Assistant messages become their thinking parts, their text, their other parts and a
-//     tool_use block per call (input the arguments, or {} when they are not a JSON object).
+//     tool_use block per call (input the arguments, or {} when they are not a JSON object; a
+//     call of a namespaced or custom tool as hippocam.UpstreamCall writes it).
+//   - Tools as hippocam.UpstreamTool gives them: functions (a namespaced one under its flat name,
+//     a custom one with a single string parameter), Anthropic's own tools as they were sent, the
+//     tools of other providers left out; calls in the answer are given back with
+//     hippocam.RestoreCalls.
 //   - Parts become blocks: a part that came in Anthropic's format is sent as its bytes (without
 //     any cache-control mark); images and files of other formats are built from their media
 //     type and data, URL or file id; parts that cannot be rendered are dropped and logged.
@@ -75,13 +80,21 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
 	}
 	for _, t := range req.Tools {
-		schema := t.Parameters
+		u, ok := hippocam.UpstreamTool(t, hippocam.FormatAnthropic)
+		if !ok {
+			continue
+		}
+		if len(u.Raw) > 0 {
+			wr.Tools = append(wr.Tools, Tool{Type: u.Type, Name: u.Name, Raw: u.Raw})
+			continue
+		}
+		schema := u.Parameters
 		if firstByte(schema) != '{' {
 			schema = json.RawMessage(defaultSchema)
 		}
-		wr.Tools = append(wr.Tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		wr.Tools = append(wr.Tools, Tool{Name: u.Name, Description: u.Description, InputSchema: schema})
 	}
-	switch req.ToolChoice {
+	switch choice := hippocam.UpstreamToolChoice(req.Tools, req.ToolChoice, hippocam.FormatAnthropic); choice {
 	case "":
 	case "auto":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAuto}
@@ -90,7 +103,7 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	case "required":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAny}
 	default:
-		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: req.ToolChoice}
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: choice}
 	}
 	if err := c.applyExtra(wr, req); err != nil {
 		return nil, err
@@ -178,17 +191,66 @@ func (c *Client) userBlocks(m *hippocam.Message) []Block {
 	return blocks
 }
 
-// assistantBlocks renders an assistant message: thinking, text, other parts, tool calls.
+// assistantBlocks renders an assistant message: thinking, text, other parts, tool calls; or, for
+// one that came in this format with the blocks of a server tool, its blocks in their own order
+// (serverTurn).
 func (c *Client) assistantBlocks(m *hippocam.Message) []Block {
+	if blocks, ok := serverTurn(m); ok {
+		return blocks
+	}
 	blocks := c.partBlocks(m.Parts, isThinking)
 	if !blank(m.Content) {
 		blocks = append(blocks, Block{Type: BlockText, Text: m.Content})
 	}
 	blocks = append(blocks, c.partBlocks(m.Parts, func(t string) bool { return !isThinking(t) })...)
 	for _, call := range m.ToolCalls {
+		call = hippocam.UpstreamCall(call)
 		blocks = append(blocks, Block{Type: BlockToolUse, ID: call.ID, Name: call.Name, Input: c.toolInput(call)})
 	}
 	return blocks
+}
+
+// serverTurn returns the blocks of an assistant message that came in this format and holds the
+// blocks of a server tool (server_tool_use, web_search_tool_result…), in the order they were
+// sent (without cache marks or text blocks of only white space): the answer's text came after
+// the results it cites, and a turn rebuilt in Hippocam's order would put it before them. It
+// reports false for any other message.
+func serverTurn(m *hippocam.Message) ([]Block, bool) {
+	if m.Origin == nil || m.Origin.Format != hippocam.FormatAnthropic {
+		return nil, false
+	}
+	if !serverBlocks(m.Parts) {
+		return nil, false
+	}
+	var msg struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal([]byte(m.Origin.Raw), &msg) != nil || len(msg.Content) == 0 {
+		return nil, false
+	}
+	var blocks []Block
+	for _, raw := range msg.Content {
+		b, ok := rawBlock(hippocam.Part{Format: hippocam.FormatAnthropic, Raw: string(raw)})
+		if !ok {
+			return nil, false
+		}
+		if b.Type == BlockText && blank(b.Text) {
+			continue
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, true
+}
+
+// serverBlocks reports whether parts hold a block of a server tool: a block in this format that
+// is neither thinking nor an image, a document or the tool-error marker.
+func serverBlocks(parts []hippocam.Part) bool {
+	for _, p := range parts {
+		if p.Format == hippocam.FormatAnthropic && !isThinking(p.Type) && p.Type != hippocam.PartImage && p.Type != hippocam.PartFile && p.Type != PartToolError {
+			return true
+		}
+	}
+	return false
 }
 
 // toolResult renders a tool message as a tool_result block.

@@ -56,9 +56,11 @@ func opaqueBlock(typ string) bool {
 //     When a message becomes several, the first carries the whole message's Origin; a later
 //     tool message carries its tool_result block's bytes, and a later user message the JSON
 //     array of its blocks, each block's exact bytes joined by commas.
-//   - Tools become hippocam.Tools (Parameters the exact bytes of input_schema); tool_choice
-//     becomes "auto", "required" (any), "none" or the tool's name, and a true
-//     disable_parallel_tool_use is kept in Extra as "disable_parallel_tool_use": true.
+//   - Tools become hippocam.Tools (Parameters the exact bytes of input_schema); a tool of
+//     Anthropic's own type (web_search_20250305, bash_20250124…) becomes a ToolProvider tool
+//     with its type and exact bytes; tool_choice becomes "auto", "required" (any), "none" or
+//     the tool's name, and a true disable_parallel_tool_use is kept in Extra as
+//     "disable_parallel_tool_use": true.
 //   - Extra holds the members Hippocam does not interpret, verbatim, under their own names
 //     (stop_sequences, temperature, top_p, top_k, metadata, thinking, service_tier, unknown
 //     members), for the upstream adapter to translate (Params).
@@ -69,7 +71,7 @@ func opaqueBlock(typ string) bool {
 // or is not a JSON object, max_tokens missing or below 1, no user or assistant message, a role
 // other than user, assistant or system, a system message with blocks other than text, content that is neither a string nor an array of blocks, an unknown block type
 // or one in the wrong role, a tool_use without id or name, a tool_result without tool_use_id,
-// an image or document without a source, a tool without a name or of a provider type, and a
+// an image or document without a source, a tool without a name, and a
 // member of the wrong JSON type.
 func ReadRequest(body []byte) (*hippocam.Conversation, error) {
 	if err := hippocam.CheckText(body); err != nil {
@@ -513,11 +515,15 @@ func readTools(m map[string]json.RawMessage, conv *hippocam.Conversation, _ Extr
 		if err := json.Unmarshal(raw, &t); err != nil {
 			return invalid("tools[%d]: %v", i, err)
 		}
-		if t.Type != "" && t.Type != toolTypeCustom {
-			return invalid("tools[%d]: tools of the provider's type %q are not supported; Hippocam passes on client tools only", i, t.Type)
-		}
 		if t.Name == "" {
 			return invalid("tools[%d]: a tool needs a name", i)
+		}
+		if t.Type != "" && t.Type != toolTypeCustom {
+			// A tool of Anthropic's own: a server tool (web_search_*, web_fetch_*,
+			// code_execution_*…) or one it defines for the client (bash_*, text_editor_*…).
+			conv.Tools = append(conv.Tools, hippocam.Tool{Name: t.Name, Kind: hippocam.ToolProvider, Type: t.Type,
+				Format: hippocam.FormatAnthropic, Raw: bytes.Clone(raw)})
+			continue
 		}
 		conv.Tools = append(conv.Tools, hippocam.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema})
 	}

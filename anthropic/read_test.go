@@ -217,7 +217,7 @@ func TestReadRequestInvalid(t *testing.T) {
 		{"ToolUseWithoutName", `{"max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"a","input":{}}]}]}`, "messages[0].content[0]: a tool_use block needs an id and a name"},
 		{"ImageWithoutSource", msgs(`[{"type":"image"}]`), "messages[2].content[0].source: an image block needs a source"},
 		{"ToolWithoutName", `{"max_tokens":1,"tools":[{"input_schema":{}}],"messages":[{"role":"user","content":"x"}]}`, "tools[0]: a tool needs a name"},
-		{"ServerTool", `{"max_tokens":1,"tools":[{"type":"web_search_20250305","name":"web_search"}],"messages":[{"role":"user","content":"x"}]}`, `tools[0]: tools of the provider's type "web_search_20250305"`},
+		{"ServerToolWithoutName", `{"max_tokens":1,"tools":[{"type":"web_search_20250305"}],"messages":[{"role":"user","content":"x"}]}`, `tools[0]: a tool needs a name`},
 		{"ToolsNotArray", `{"max_tokens":1,"tools":{},"messages":[{"role":"user","content":"x"}]}`, "tools: must be an array"},
 		{"ToolChoiceType", `{"max_tokens":1,"tool_choice":{"type":"maybe"},"messages":[{"role":"user","content":"x"}]}`, `tool_choice.type: must be "auto", "any", "tool" or "none", not "maybe"`},
 		{"ToolChoiceNoName", `{"max_tokens":1,"tool_choice":{"type":"tool"},"messages":[{"role":"user","content":"x"}]}`, "tool_choice.name: required"},

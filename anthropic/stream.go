@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 
@@ -57,7 +58,11 @@ func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn f
 		}
 		return nil, err
 	}
-	return asm.response()
+	resp, err := asm.response()
+	if err == nil {
+		hippocam.RestoreCalls(req.Tools, hippocam.FormatAnthropic, &resp.Message)
+	}
+	return resp, err
 }
 
 // callbackError carries an error of CompleteStream's callback through the event reader. It has
@@ -128,7 +133,7 @@ func (s *assembler) add(ev *Event) error {
 		}
 		b := *ev.ContentBlock
 		delete(s.text, ev.Index)
-		if b.Type == BlockToolUse {
+		if _, call := b.Extra["input"]; b.Type == BlockToolUse || call { // tool_use, or a server tool's call
 			b.Input = nil
 			if s.args == nil {
 				s.args = map[int]*strings.Builder{}
@@ -207,8 +212,15 @@ func (s *assembler) response() (*hippocam.Response, error) {
 			b.Text = sb.String()
 		}
 		if sb := s.args[i]; sb != nil {
-			b.Input = json.RawMessage(sb.String())
-			continue
+			if b.Type == BlockToolUse {
+				b.Input = json.RawMessage(sb.String())
+				continue
+			}
+			if sb.Len() > 0 { // a server tool's call: its input is one of the block's other members
+				extra := maps.Clone(b.Extra)
+				extra["input"] = json.RawMessage(sb.String())
+				b.Extra = extra
+			}
 		}
 		if b.Type != BlockText {
 			raw, err := marshal(b)

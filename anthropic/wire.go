@@ -377,6 +377,10 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
 	CacheControl *CacheControl   `json:"cache_control,omitempty"`
 	Extra        Extra           `json:"-"`
+	// Raw, when set, is a tool of Anthropic's own (a server tool, bash, the text editor…) as
+	// the client sent it: it is written byte for byte, unless a cache-control mark must be
+	// set on it or taken off it.
+	Raw json.RawMessage `json:"-"`
 }
 
 type tool Tool
@@ -393,8 +397,22 @@ func (t *Tool) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the tool with its Extra members.
-func (t Tool) MarshalJSON() ([]byte, error) { return encodeWithExtra(tool(t), t.Extra) }
+// MarshalJSON writes the tool with its Extra members, or its Raw bytes (see Tool). It fails on a
+// Raw that is not a JSON object.
+func (t Tool) MarshalJSON() ([]byte, error) {
+	if len(t.Raw) == 0 {
+		return encodeWithExtra(tool(t), t.Extra)
+	}
+	if t.CacheControl == nil && !bytes.Contains(t.Raw, []byte(`"cache_control"`)) {
+		return t.Raw, nil
+	}
+	var own Tool
+	if err := json.Unmarshal(t.Raw, &own); err != nil {
+		return nil, err
+	}
+	own.CacheControl = t.CacheControl
+	return encodeWithExtra(tool(own), own.Extra)
+}
 
 // ToolChoice says whether and which tool the model must call: type "auto", "any", "tool" (with
 // Name) or "none".

@@ -247,6 +247,7 @@ func answerBlocks(m *hippocam.Message) []Block {
 		blocks = append(blocks, Block{Type: BlockText, Text: m.Content})
 	}
 	for _, c := range m.ToolCalls {
+		c = hippocam.UpstreamCall(c) // Messages has neither namespaces nor custom tools
 		blocks = append(blocks, Block{Type: BlockToolUse, ID: c.ID, Name: c.Name, Input: json.RawMessage(objectArgs(c.Arguments))})
 	}
 	return blocks
@@ -353,6 +354,7 @@ func (s *StreamWriter) ToolCall(c hippocam.ToolCall) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
+	c = hippocam.UpstreamCall(c) // Messages has neither namespaces nor custom tools
 	s.closeBlock()
 	s.openBlock(Block{Type: BlockToolUse, ID: c.ID, Name: c.Name, Input: json.RawMessage(emptyInput)})
 	for _, p := range pieces(objectArgs(c.Arguments)) {

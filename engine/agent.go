@@ -91,6 +91,42 @@ func (st *step) requestPrefix(end int) []hippocam.Message {
 	return msgs
 }
 
+// measure breaks the main-model request req, of total tokens, into its parts: Hippocam's system
+// message (with the request's priming), the agent's framing, the agent's tools, recall and
+// search, what Hippocam put in the context (memories, guidance, the step's recall exchanges) and
+// the agent's messages kept whole.
+func (st *step) measure(req *hippocam.Request, total int) hippocam.RequestSize {
+	r := hippocam.RequestSize{Total: total}
+	framing := len(st.in.Framing)
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		n := m.Tokens
+		if n <= 0 {
+			n = hippocam.MessageTokens(st.e.tok, m)
+		}
+		switch {
+		case i == 0:
+			// Hippocam's system message: counted below, with the priming.
+		case i <= framing:
+			r.Framing += n
+		case m.Kind == hippocam.KindRaw && !st.recallIDs[m.ID]:
+			r.Messages += n
+		default:
+			r.Memory += n
+		}
+	}
+	for i := range req.Tools {
+		n := hippocam.ToolTokens(st.e.tok, &req.Tools[i])
+		if name := req.Tools[i].Name; name == RecallTool || name == SearchTool {
+			r.RecallTools += n
+		} else {
+			r.Tools += n
+		}
+	}
+	r.System = total - r.Framing - r.Tools - r.RecallTools - r.Memory - r.Messages
+	return r
+}
+
 // agentTools is the tool list of the main model's requests: the agent's own tools, then recall
 // and search (search.go), which are offered together. The no-prefix ablation offers recall
 // alone: search, which is Hippocam's addition to the paper, would find what its truncation
@@ -134,10 +170,13 @@ func (st *step) answer(ctx context.Context) error {
 		if st.in.OnCall != nil {
 			st.in.OnCall(n)
 		}
+		size := st.measure(req, n)
 		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)
 		}
+		size.Reported, size.ReportedCached = resp.Usage.Input, resp.Usage.CachedInput
+		st.s.Transcript.Request = &size
 		msg := resp.Message
 		msg.Role, msg.Kind = hippocam.RoleAssistant, hippocam.KindRaw
 		msg.ID = st.s.NextID("m")
@@ -204,7 +243,7 @@ func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full m
 	reserve, opened := 0, false
 	for i, c := range msg.ToolCalls {
 		results[i] = hippocam.Message{ID: st.s.NextID("m"), Role: hippocam.RoleTool, Kind: hippocam.KindRaw, ToolCallID: c.ID}
-		if !internalTool(c.Name) {
+		if !internalTool(c) {
 			results[i].Content = "Not run: a recall or search was made in the same answer. Call " + c.Name + " again after reading its result."
 			results[i].Tokens = hippocam.MessageTokens(st.e.tok, &results[i])
 			reserve += results[i].Tokens
@@ -224,7 +263,7 @@ func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full m
 	}
 	for i, c := range msg.ToolCalls {
 		r := &results[i]
-		if internalTool(c.Name) {
+		if internalTool(c) {
 			var shown, listing string
 			if c.Name == SearchTool {
 				shown, listing = st.renderSearch(searches[i], st.recallRoom()-reserve)
@@ -261,7 +300,7 @@ func uniqueCallIDs(m *hippocam.Message) {
 // callsRecall reports whether m calls recall or search, the tools the engine answers itself.
 func callsRecall(m *hippocam.Message) bool {
 	for _, c := range m.ToolCalls {
-		if internalTool(c.Name) {
+		if internalTool(c) {
 			return true
 		}
 	}
@@ -323,7 +362,7 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 	if callsRecall(&msg) { // the model called recall or search although they were no longer offered
 		var calls []hippocam.ToolCall
 		for _, c := range msg.ToolCalls {
-			if !internalTool(c.Name) {
+			if !internalTool(c) {
 				calls = append(calls, c)
 			}
 		}

@@ -58,8 +58,11 @@ const (
 	SearchInView   = "in view (not archived)"
 )
 
-// internalTool reports whether the engine answers calls of the named tool itself.
-func internalTool(name string) bool { return name == RecallTool || name == SearchTool }
+// internalTool reports whether the engine answers c itself: a plain call of recall or search
+// (a tool of the agent's namespaces may bear the same name).
+func internalTool(c hippocam.ToolCall) bool {
+	return c.Namespace == "" && c.Kind == hippocam.ToolFunction && (c.Name == RecallTool || c.Name == SearchTool)
+}
 
 // searchOutcome is what one search call found, or the problem to report to the model instead.
 type searchOutcome struct {

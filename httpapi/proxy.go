@@ -68,10 +68,12 @@ func headerName(r *http.Request) (string, bool) {
 // not cancel it, so that the answer already paid for is committed and the client's transport
 // retry gets it stored; it then has at most Config.DetachedStepTimeout more to finish.
 func (s *Server) continueSession(w http.ResponseWriter, r *http.Request, tenant, name string, conv *hippocam.Conversation, st *answerStream) (*sessions.Result, error) {
+	s.noteOmitted(w, r, tenant, name, conv)
 	n, _ := strconv.Atoi(r.Header.Get(retryCountHeader))
 	req := &sessions.Request{Tenant: tenant, Name: name, Conversation: conv, Retry: n > 0,
 		Key: r.Header.Get(idempotencyKeyHeader), Received: time.Now()}
 	learnHeaders(r, req)
+	req.Client = clientOf(r, conv)
 	if st != nil {
 		st.position = len(conv.Messages)
 		req.OnStart, req.OnText, req.OnRoute, req.OnCall = st.start, st.text, st.route, st.call

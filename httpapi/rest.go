@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
 )
 
 // The REST API's JSON shapes (the viewer reads them; scripts may too).
@@ -77,19 +78,50 @@ type sessionJSON struct {
 	// Learning is the session as a task of the learning layer: its routing decision, its
 	// advisory and, once ended, its outcome. Absent for a session that learning never saw.
 	Learning *hippocam.TaskLearning `json:"learning,omitempty"`
+	// Title is the session's first user line; Client what its client said of the conversation
+	// it belongs to, Kind its kind there ("title", "subagent"…), and Group and Parent its place
+	// among the tenant's sessions (hippocam.PlaceSessions).
+	Title  string           `json:"title"`
+	Kind   string           `json:"kind,omitempty"`
+	Client *hippocam.Client `json:"client,omitempty"`
+	hippocam.ClientPlace
+	// Request is the last main request the session sent, in tokens, part by part (framing,
+	// Hippocam's system prompt, tools, recall tools, memory, messages), with the input the
+	// provider reported for it: what the context meter shows. Absent before the first answer.
+	Request *hippocam.RequestSize `json:"request,omitempty"`
 }
 
-// listSessions is GET /api/sessions.
+// sessionInfoJSON is one session of GET /api/sessions: its summary, its title and kind, and its
+// place in its client conversation.
+type sessionInfoJSON struct {
+	hippocam.SessionInfo
+	Title string `json:"title"`
+	Kind  string `json:"kind,omitempty"`
+	hippocam.ClientPlace
+}
+
+// listSessions is GET /api/sessions: every session, most recently updated first, or with
+// ?group=KEY those of one client conversation.
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tenant string) {
 	list, err := s.cfg.Store.Sessions(r.Context(), tenant)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
-	if list == nil {
-		list = []hippocam.SessionInfo{}
+	places := hippocam.PlaceSessions(list)
+	group, filter := r.URL.Query()["group"]
+	out := make([]sessionInfoJSON, 0, len(list))
+	for _, in := range list {
+		j := sessionInfoJSON{SessionInfo: in, ClientPlace: places[in.ID]}
+		if c := in.Client; c != nil {
+			j.Title, j.Kind = c.Title, c.Kind
+		}
+		if filter && j.Group != group[0] {
+			continue
+		}
+		out = append(out, j)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"sessions": list})
+	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
 }
 
 // getSession is GET /api/sessions/{id}: the context, the intent stack and its history, usage.
@@ -103,6 +135,11 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
 		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations,
 		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork, Learning: sess.Transcript.Learning}
+	for i := range out.Framing { // framing is stored without its size: count it as the meter does
+		if m := &sess.Transcript.Framing[i]; m.Tokens == 0 {
+			out.Framing[i].Tokens = hippocam.MessageTokens(engineTokens{s.cfg.Engine}, m)
+		}
+	}
 	if out.Stack == nil {
 		out.Stack = hippocam.IntentStack{}
 	}
@@ -115,8 +152,27 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 	for role, u := range sess.Usage { // a map: encoding/json writes its keys sorted
 		out.Usage[role] = usageOf(u)
 	}
+	out.Request = sess.Transcript.Request
+	if c := sess.Transcript.Client; c != nil {
+		out.Title, out.Kind, out.Client = c.Title, c.Kind, c
+	}
+	out.ClientPlace = hippocam.ClientPlace{Group: sess.ID}
+	if sess.Transcript.Client != nil || sess.Transcript.Fork != nil {
+		// Its place depends on the tenant's other sessions (a session of old, not a fork, is a
+		// conversation of its own). A listing that fails leaves it there.
+		if list, err := s.cfg.Store.Sessions(r.Context(), tenant); err == nil {
+			if p, ok := hippocam.PlaceSessions(list)[sess.ID]; ok {
+				out.ClientPlace = p
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// engineTokens counts text as the engine does.
+type engineTokens struct{ e *engine.Engine }
+
+func (t engineTokens) Count(text string) int { return t.e.Tokens(text) }
 
 // getNode is GET /api/sessions/{id}/nodes/{ref}: one layer of the tree.
 func (s *Server) getNode(w http.ResponseWriter, r *http.Request, tenant string) {

@@ -39,6 +39,9 @@ type Config struct {
 	Store    hippocam.Store
 	Sessions *sessions.Service
 	Upstream Upstream
+	// UpstreamFormat is the format of the upstream the engine's model speaks (FormatChat when
+	// empty): it decides which tools and history items are named as left out of its requests.
+	UpstreamFormat hippocam.Format
 	// Keys maps API keys to tenants. Empty: no authentication, one tenant ("").
 	Keys map[string]string
 	// Viewer serves the web viewer at "/" (optional).

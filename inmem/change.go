@@ -139,6 +139,18 @@ func cloneTranscript(t hippocam.Transcript) hippocam.Transcript {
 		f := *t.Fork
 		t.Fork = &f
 	}
+	if t.Learning != nil {
+		l := *t.Learning
+		t.Learning = &l
+	}
+	if t.Client != nil {
+		c := *t.Client
+		t.Client = &c
+	}
+	if t.Request != nil {
+		r := *t.Request
+		t.Request = &r
+	}
 	return t
 }
 

@@ -195,10 +195,17 @@ func (st *Store) Sessions(ctx context.Context, tenant string) ([]hippocam.Sessio
 		if k.tenant != tenant {
 			continue
 		}
-		out = append(out, hippocam.SessionInfo{
-			Tenant: k.tenant, ID: k.id, Messages: len(ss.context), Depth: len(ss.snap.Stack),
-			Consolidations: ss.snap.Consolidations, UpdatedAt: ss.snap.UpdatedAt, Fork: cloneTranscript(ss.snap.Transcript).Fork,
-		})
+		in := hippocam.SessionInfo{Tenant: k.tenant, ID: k.id, Messages: len(ss.context), Depth: len(ss.snap.Stack),
+			Consolidations: ss.snap.Consolidations, UpdatedAt: ss.snap.UpdatedAt}
+		if f := ss.snap.Transcript.Fork; f != nil {
+			c := *f
+			in.Fork = &c
+		}
+		if cl := ss.snap.Transcript.Client; cl != nil {
+			c := *cl
+			in.Client = &c
+		}
+		out = append(out, in)
 	}
 	slices.SortFunc(out, func(a, b hippocam.SessionInfo) int {
 		return cmp.Or(b.UpdatedAt.Compare(a.UpdatedAt), cmp.Compare(a.ID, b.ID))

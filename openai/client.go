@@ -82,7 +82,11 @@ func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam
 	if err != nil {
 		return nil, err
 	}
-	return decodeCompletion(raw)
+	resp, err := decodeCompletion(raw)
+	if err == nil {
+		hippocam.RestoreCalls(req.Tools, hippocam.FormatChat, &resp.Message)
+	}
+	return resp, err
 }
 
 // ListModels returns the body of GET {BaseURL}/models unchanged, for a proxy to pass through.

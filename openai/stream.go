@@ -93,7 +93,11 @@ func (c *Client) stream(ctx context.Context, req *hippocam.Request, deliver func
 		}
 		return nil, err
 	}
-	return asm.response()
+	resp, err := asm.response()
+	if err == nil {
+		hippocam.RestoreCalls(req.Tools, hippocam.FormatChat, &resp.Message)
+	}
+	return resp, err
 }
 
 // callbackError carries an error of Stream's callback through the event reader. It has no

@@ -32,10 +32,10 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		// commit from the same version waits here, then finds the version moved.
 		tag, err := tx.Exec(ctx, `UPDATE sessions SET version = version + 1, seq = $1, stack = $2, stack_log = $3,
 			rounds = $4, usage = $5, consolidations = $6, transcript = $7, depth = $8, messages = messages + $9,
-			updated_at = $10, head = $14, prev_head = $15, fork = $16, pending = $17 WHERE tenant = $11 AND id = $12 AND version = $13 AND uid = $18`,
+			updated_at = $10, head = $14, prev_head = $15, fork = $16, pending = $17, client = $19 WHERE tenant = $11 AND id = $12 AND version = $13 AND uid = $18`,
 			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, len(s.Stack),
 			sqlstore.ContextGrowth(ch.Ops), now, s.Tenant, s.ID, ch.From,
-			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), snap.Pending, s.UID)
+			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), snap.Pending, s.UID, sqlstore.ClientColumn(s))
 		if err != nil {
 			return err
 		}

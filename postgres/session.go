@@ -71,7 +71,7 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 
 // Sessions lists the tenant's sessions, most recently updated first (ties by id).
 func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionInfo, error) {
-	rows, err := db.pool.Query(ctx, `SELECT id, messages, depth, consolidations, updated_at, fork
+	rows, err := db.pool.Query(ctx, `SELECT id, messages, depth, consolidations, updated_at, fork, client
 		FROM sessions WHERE tenant = $1 ORDER BY updated_at DESC, id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: sessions: %w", err)
@@ -81,8 +81,8 @@ func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionIn
 	for rows.Next() {
 		in := hippocam.SessionInfo{Tenant: tenant}
 		var consolidations []byte
-		var fork string
-		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &in.UpdatedAt, &fork); err != nil {
+		var fork, client string
+		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &in.UpdatedAt, &fork, &client); err != nil {
 			return nil, fmt.Errorf("postgres: sessions: %w", err)
 		}
 		if err := json.Unmarshal(consolidations, &in.Consolidations); err != nil {
@@ -90,6 +90,7 @@ func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionIn
 		}
 		in.UpdatedAt = in.UpdatedAt.UTC()
 		in.Fork = sqlstore.ParseFork(fork)
+		in.Client = sqlstore.ParseClient(client)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {

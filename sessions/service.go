@@ -202,6 +202,10 @@ type Request struct {
 	// OnRoute, when set, is called with the cluster a task start was routed to ("" for a task
 	// that runs stateless), before OnStart: a streaming transport names it in its headers.
 	OnRoute func(cluster string)
+	// Client is what the request's headers and fields said of the client conversation it
+	// belongs to (its Conversation, Agent, Parent and Kind; client.go): the transport reads it,
+	// the service keeps it with the session and adds the session's title.
+	Client hippocam.Client
 }
 
 // Result is what a request produced.
@@ -348,7 +352,7 @@ func checkConversation(conv *hippocam.Conversation) error {
 		if strings.TrimSpace(t.Name) == "" {
 			return hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no name", i)
 		}
-		if t.Name == engine.RecallTool || t.Name == engine.SearchTool {
+		if t.Namespace == "" && (t.Name == engine.RecallTool || t.Name == engine.SearchTool) {
 			return hippocam.Errorf(hippocam.EINVALID, "the tool name %q is reserved by Hippocam", t.Name)
 		}
 	}
@@ -618,6 +622,7 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	next.Transcript.PrevCount, next.Transcript.PrevHash = n, before
 	next.Transcript.Answer, next.Transcript.RequestKey = res.Answer.ID, h.Key
 	next.Transcript.Framing, next.Transcript.FramingHash = conv.Framing, h.framing
+	next.Transcript.Client = clientOf(sess.Transcript.Client, h.Request, conv)
 	if p.task != nil {
 		next.Transcript.Learning = p.task
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/hippocam/hippocam/openai/wire"
 )
 
-// serveResponses is POST …/responses: OpenAI's Responses API with function tools, as one JSON
+// serveResponses is POST …/responses: OpenAI's Responses API with tools of every kind, as one JSON
 // response object or, with "stream": true, as the Responses event stream. The request is read
 // into the same domain messages as a chat request with the same content (instructions and
 // leading system and developer messages first), so it gets the same answer and the same usage.

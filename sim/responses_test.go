@@ -256,7 +256,7 @@ func TestHTTPResponsesErrors(t *testing.T) {
 		{"MalformedJSON", http.MethodPost, "", `{"input": [`, http.StatusBadRequest, "not a valid Responses request"},
 		{"UnknownPart", http.MethodPost, "", `{"input":[{"role":"user","content":[{"type":"nonsense"}]}]}`, http.StatusBadRequest,
 			`input[0].content[0]: unknown content part type "nonsense"`},
-		{"HostedTool", http.MethodPost, "", `{"input":"hi","tools":[{"type":"web_search"}]}`, http.StatusBadRequest, "only function tools are supported"},
+		{"ToolWithoutType", http.MethodPost, "", `{"input":"hi","tools":[{"name":"f"}]}`, http.StatusBadRequest, "a tool needs a type"},
 		{"EmptyInput", http.MethodPost, "", `{"input":[]}`, http.StatusBadRequest, "input: at least one item is required"},
 		{"UnknownCallRole", http.MethodPost, "oracle", `{"input":"hi"}`, http.StatusBadRequest, "unknown call role"},
 		{"ComponentWithoutInstruction", http.MethodPost, hippocam.CallPrecip, `{"input":[{"role":"user","content":"x"},{"role":"assistant","content":"y"}]}`,

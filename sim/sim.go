@@ -148,6 +148,9 @@ func (m *Model) AnswerSeed(role hippocam.CallRole, msgs []hippocam.Message, tool
 		rep.Message.ToolCalls = append(rep.Message.ToolCalls, hippocam.ToolCall{ID: fmt.Sprintf("call_%s_%d", digest[:12], i), Name: c.Name, Arguments: c.Arguments})
 		rep.FinishReason = "tool_calls"
 	}
+	// A call named as a namespaced tool's flat name, or of a custom tool, takes the form the
+	// request declared the tool in (its namespace; the custom tool's text input).
+	hippocam.RestoreCalls(tools, hippocam.FormatChat, &rep.Message)
 	return rep, nil
 }
 
@@ -219,9 +222,7 @@ func response(model string, rep *Reply) *wire.ChatResponse {
 	if rep.Message.Content != "" || len(rep.Message.ToolCalls) == 0 {
 		msg.Content = wire.StringContent(rep.Message.Content)
 	}
-	for _, c := range rep.Message.ToolCalls {
-		msg.ToolCalls = append(msg.ToolCalls, wire.ToolCall{ID: c.ID, Type: "function", Function: wire.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
-	}
+	msg.ToolCalls = wire.FromMessage(&rep.Message).ToolCalls // custom calls in their own form
 	u := rep.Usage
 	return &wire.ChatResponse{
 		ID:      "chatcmpl-" + rep.Digest[:24],

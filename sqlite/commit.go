@@ -31,11 +31,11 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		// Bump the version first: the row is the commit's claim on the session.
 		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
-			rounds = ?, usage = ?, consolidations = ?, transcript = ?, pending = ?, head = ?, prev_head = ?, fork = ?, depth = ?,
+			rounds = ?, usage = ?, consolidations = ?, transcript = ?, pending = ?, head = ?, prev_head = ?, fork = ?, client = ?, depth = ?,
 			messages = messages + ?, updated_at = ?
 			WHERE tenant = ? AND id = ? AND version = ? AND uid = ?`,
 			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, snap.Pending,
-			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), len(s.Stack),
+			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), sqlstore.ClientColumn(s), len(s.Stack),
 			sqlstore.ContextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From, s.UID)
 		if err != nil {
 			return err

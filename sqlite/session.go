@@ -72,7 +72,7 @@ func (db *DB) Session(ctx context.Context, tenant, id string) (*hippocam.Session
 
 // Sessions lists the tenant's sessions, most recently updated first (ties by id).
 func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionInfo, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT id, messages, depth, consolidations, updated_at, fork
+	rows, err := db.read.QueryContext(ctx, `SELECT id, messages, depth, consolidations, updated_at, fork, client
 		FROM sessions WHERE tenant = ? ORDER BY updated_at DESC, id`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: sessions: %w", err)
@@ -81,9 +81,9 @@ func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionIn
 	var out []hippocam.SessionInfo
 	for rows.Next() {
 		in := hippocam.SessionInfo{Tenant: tenant}
-		var consolidations, fork string
+		var consolidations, fork, client string
 		var updated int64
-		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &updated, &fork); err != nil {
+		if err := rows.Scan(&in.ID, &in.Messages, &in.Depth, &consolidations, &updated, &fork, &client); err != nil {
 			return nil, fmt.Errorf("sqlite: sessions: %w", err)
 		}
 		if err := json.Unmarshal([]byte(consolidations), &in.Consolidations); err != nil {
@@ -91,6 +91,7 @@ func (db *DB) Sessions(ctx context.Context, tenant string) ([]hippocam.SessionIn
 		}
 		in.UpdatedAt = time.UnixMicro(updated).UTC()
 		in.Fork = sqlstore.ParseFork(fork)
+		in.Client = sqlstore.ParseClient(client)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {

@@ -76,7 +76,11 @@ func testRoundTrip(t *testing.T, open func(t *testing.T) hippocam.Store) {
 	s.Transcript = hippocam.Transcript{Count: 7, Hash: "a665a45920422f9d417e4867efdc4fb8",
 		PrevCount: 5, PrevHash: "9f86d081884c7d659a2feaa0c55ad015", Answer: "m6", RequestKey: "stainless-node-retry-1",
 		Framing:     []hippocam.Message{{ID: "m0", Role: hippocam.RoleSystem, Kind: hippocam.KindRaw, Content: "be brief", Origin: &hippocam.Origin{Format: hippocam.FormatChat, Raw: `{"role":"developer","content":"be brief"}`}}},
-		FramingHash: "abc", Fork: &hippocam.Fork{From: "origin", At: 4}}
+		FramingHash: "abc", Fork: &hippocam.Fork{From: "origin", At: 4},
+		Client: &hippocam.Client{Title: "Fix the \"login\" bug — ünïcode", Conversation: "5f0c2c8e-6f1b-4c7e-9d0a-2b1e7c3d4a5f",
+			Agent: "a1b2", Parent: "a0", Kind: hippocam.ClientSubagent},
+		Request: &hippocam.RequestSize{Framing: 20000, System: 2500, Tools: 9000, RecallTools: 400, Memory: 300, Messages: 1200,
+			Total: 33400, Reported: 33910, ReportedCached: 30000}}
 	msgs := roundTripMessages()
 	var ops []hippocam.Op
 	for _, m := range msgs {

@@ -231,6 +231,9 @@ func testSessions(t *testing.T, open func(t *testing.T) hippocam.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if list[0].Client != nil {
+			t.Errorf("Client of a session that has none = %+v", list[0].Client)
+		}
 		var ids []string
 		for _, in := range list {
 			ids = append(ids, in.ID)
@@ -250,6 +253,33 @@ func testSessions(t *testing.T, open func(t *testing.T) hippocam.Store) {
 		}
 		if list[1].Messages != 0 || list[1].Depth != 0 {
 			t.Errorf("empty session info = %+v", list[1])
+		}
+	})
+	t.Run("Client", func(t *testing.T) {
+		// A listing shows each session's title and client conversation, as last committed.
+		st := open(t)
+		s1 := mustCreate(t, st, "acme", "s1")
+		s1.Transcript.Client = &hippocam.Client{Title: "Rename the flag", Conversation: "c-1"}
+		appendRaw(t, st, s1, "m1")
+		s2 := mustCreate(t, st, "acme", "s2")
+		s2.Transcript.Client = &hippocam.Client{Title: "Rename the flag", Conversation: "c-1", Agent: "ag-7", Parent: "ag-1", Kind: hippocam.ClientSubagent}
+		appendRaw(t, st, s2, "m1")
+		s1.Transcript.Client.Title = "Rename the --verbose flag"
+		mustCommit(t, st, s1)
+		list, err := st.Sessions(t.Context(), "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]hippocam.Client{}
+		for _, in := range list {
+			if in.Client == nil {
+				t.Fatalf("session %s lists no client", in.ID)
+			}
+			got[in.ID] = *in.Client
+		}
+		want := map[string]hippocam.Client{"s1": *s1.Transcript.Client, "s2": *s2.Transcript.Client}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("clients = %+v, want %+v", got, want)
 		}
 	})
 	t.Run("OtherTenants", func(t *testing.T) {

@@ -31,21 +31,40 @@ const (
 
 func TestViewerBrowser(t *testing.T) {
 	api := newFakeAPI(t, "")
+	api.conversation = true
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	b := newBrowser(t)
 
 	b.do("open the page", chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="welcome"]`)))
 	b.do("wait for the session list", chromedp.WaitVisible(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)))
-	if got := b.text(`#session-count`); got != "3" {
-		t.Errorf("session count %q, want 3", got)
+	if got := b.text(`#session-count`); got != "5" {
+		t.Errorf("session count %q, want 5", got)
 	}
 
-	// The fork is listed beneath its origin, the list newest first.
+	// The sessions of one client conversation are listed beneath its main session: its fork, its
+	// title request and its subagent, the list newest first.
 	order := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="session-item"]')].map(e => e.dataset.depth + ':' + e.dataset.sessionId)`)
-	if want := []string{"0:billing-fix", "1:billing-fix~2", "0:scratch"}; !reflect.DeepEqual(order, want) {
+	if want := []string{"0:billing-fix", "1:auto-9b1e0c4d2a77", "1:billing-fix~2", "1:auto-3f2a9c1b7e4d", "0:scratch"}; !reflect.DeepEqual(order, want) {
 		t.Errorf("session list %v, want %v", order, want)
 	}
+	// Each is named by its title, with its id beneath; the title request and the subagent are
+	// marked.
+	if got := b.text(`[data-testid="session-item"][data-session-id="billing-fix"] [data-testid="session-name"]`); got != billingTitle {
+		t.Errorf("billing-fix is listed as %q, want its title", got)
+	}
+	marks := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="kind-note"]')].map(e => e.closest('[data-testid="session-item"]').dataset.sessionId + ' ' + e.textContent)`)
+	if want := []string{"auto-9b1e0c4d2a77 ↳ subagent", "auto-3f2a9c1b7e4d ↳ title request"}; !reflect.DeepEqual(marks, want) {
+		t.Errorf("kind marks %v, want %v", marks, want)
+	}
+	if got := b.text(`[data-testid="session-item"][data-session-id="billing-fix"] [data-testid="related-count"]`); got != "2 related sessions" {
+		t.Errorf("related count %q", got)
+	}
+	b.search("Invoice.Total")
+	if got := b.listed(); !reflect.DeepEqual(got, []string{"billing-fix", "auto-9b1e0c4d2a77"}) {
+		t.Errorf("searching a title lists %v", got)
+	}
+	b.search("")
 	if got := evaluate[string](b, `document.querySelector('[data-testid="session-item"][data-session-id="billing-fix~2"]').closest('[data-testid="forks"]').closest('[data-testid="session-node"]').dataset.sessionId`); got != "billing-fix" {
 		t.Errorf("billing-fix~2 is listed under %q, want billing-fix", got)
 	}
@@ -61,7 +80,7 @@ func TestViewerBrowser(t *testing.T) {
 	if got := b.listed(); !reflect.DeepEqual(got, []string{"scratch"}) {
 		t.Errorf("searching scr lists %v", got)
 	}
-	if got := b.text(`#session-summary`); got != "1 of 3 sessions match" {
+	if got := b.text(`#session-summary`); got != "1 of 5 sessions match" {
 		t.Errorf("summary %q", got)
 	}
 	b.search("~2")
@@ -74,7 +93,7 @@ func TestViewerBrowser(t *testing.T) {
 	b.search("nothing-like-this")
 	b.do("see that nothing matches", chromedp.WaitVisible(chromedp.CSS(`[data-testid="sessions-empty"]`)))
 	b.search("")
-	if got := b.listed(); len(got) != 3 {
+	if got := b.listed(); len(got) != 5 {
 		t.Errorf("after clearing the search the list holds %v", got)
 	}
 
@@ -82,8 +101,12 @@ func TestViewerBrowser(t *testing.T) {
 	b.do("select the session",
 		chromedp.Click(chromedp.CSS(`[data-testid="session-item"][data-session-id="billing-fix"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#context`)))
-	if got := b.text(`#session-title`); got != "billing-fix" {
-		t.Errorf("title %q", got)
+	// The page is titled by the session's first user line, its id beside it.
+	if got := b.text(`#session-title`); got != billingTitle {
+		t.Errorf("title %q, want %q", got, billingTitle)
+	}
+	if got := b.text(`[data-testid="session-id"]`); got != "billing-fix" || b.sessionShown() != "billing-fix" {
+		t.Errorf("session id %q", got)
 	}
 	kinds := evaluate[[]string](b, `[...document.querySelectorAll('#context > li > [data-testid="message"]')].map(e => e.dataset.id + ':' + e.dataset.kind)`)
 	wantKinds := []string{"m1:raw", "m2:raw", "m3:prefix_memory", "m9:guidance", "m10:intent_memory", "m12:guidance",
@@ -203,8 +226,33 @@ func TestViewerBrowser(t *testing.T) {
 	if got := b.text(`#usage [data-testid="usage-total"] [data-testid="cost"]`); got != "$0.088" {
 		t.Errorf("total cost %q", got)
 	}
-	if got := evaluate[string](b, `document.getElementById('window-bar').getAttribute('aria-valuenow')`); got != "64" {
-		t.Errorf("window bar at %s%%, want 64", got)
+	// The context meter counts the last request the session sent, part by part, beside what
+	// the provider reported for it.
+	if got := evaluate[string](b, `document.getElementById('window-bar').getAttribute('aria-valuenow')`); got != "86" {
+		t.Errorf("window bar at %s%%, want 86 (6,880 of 8,000 tokens)", got)
+	}
+	if got := b.text(`[data-testid="context-tokens"]`); got != "6,880" {
+		t.Errorf("meter reads %q tokens, want the last request's 6,880", got)
+	}
+	if got := b.text(`[data-testid="reported-tokens"]`); got != "· provider: 6,912" {
+		t.Errorf("reported %q", got)
+	}
+	parts := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="meter-part"]')].map(e => e.dataset.part + ' ' + e.querySelector('[data-testid="meter-tokens"]').textContent)`)
+	if want := []string{"system 1,110", "framing 620", "tools 870", "recall_tools 240", "memory 2,300", "messages 1,740"}; !reflect.DeepEqual(parts, want) {
+		t.Errorf("meter parts %v, want %v", parts, want)
+	}
+	widths := evaluate[[]float64](b, `[...document.querySelectorAll('[data-testid="meter-segment"]')].map(e => e.getBoundingClientRect().width / document.getElementById('window-bar').getBoundingClientRect().width)`)
+	if len(widths) != 6 || widths[4] < 0.27 || widths[4] > 0.30 {
+		t.Errorf("meter segments %v: six, memory's about 2,300/8,000 of the bar", widths)
+	}
+	colours = evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="meter-segment"]')].map(e => getComputedStyle(e).backgroundColor)`)
+	if distinct(colours) != 6 {
+		t.Errorf("meter segment colours %v are not all different", colours)
+	}
+	// The session's client conversation: its other sessions, linked.
+	links := evaluate[[]string](b, `[...document.querySelectorAll('[data-testid="conversation-link"]')].map(e => e.textContent)`)
+	if want := []string{"auto-3f2a9c1b7e4d", "auto-9b1e0c4d2a77", "billing-fix~2"}; !reflect.DeepEqual(sortedCopy(links), want) {
+		t.Errorf("conversation links %v, want %v", links, want)
 	}
 
 	// A change of the session refreshes it, and what was open stays open.
@@ -380,7 +428,7 @@ func checkFork(t *testing.T, api *fakeAPI, b *browser) {
 	b.do("follow the divergence point to the origin",
 		chromedp.Click(chromedp.CSS(`[data-testid="fork-origin-point"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#transcript [data-testid="fork-point"][data-at="2"]`)))
-	if got := b.text(`#session-title`); got != "billing-fix" {
+	if got := b.sessionShown(); got != "billing-fix" {
 		t.Errorf("the origin link opened %q", got)
 	}
 	if got := b.text(`#transcript [data-testid="fork-point"][data-at="2"]`); !strings.Contains(got, "billing-fix~2 diverged from this session here") {
@@ -702,6 +750,18 @@ func evaluate[T any](b *browser, expr string) T {
 		b.t.Fatalf("evaluate %s: %v", expr, err)
 	}
 	return v
+}
+
+func sortedCopy(s []string) []string {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c
+}
+
+// sessionShown returns the id of the session the page shows.
+func (b *browser) sessionShown() string {
+	b.t.Helper()
+	return evaluate[string](b, `document.getElementById('session-title').dataset.sessionId`)
 }
 
 // screenshot saves a full-page PNG: to docs/viewer.png with -update, to a temporary file

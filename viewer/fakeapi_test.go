@@ -25,6 +25,9 @@ type fakeAPI struct {
 	key   string // when set, every API call needs Authorization: Bearer key
 	now   time.Time
 	extra []sessionSummary // listed beside the fixture's sessions; they have no detail
+	// conversation lists, beside billing-fix, the other sessions of its client conversation: a
+	// title request and a subagent (listed only, no detail).
+	conversation bool
 
 	mu       sync.Mutex
 	requests []apiRequest
@@ -45,7 +48,19 @@ type sessionSummary struct {
 	Consolidations map[string]int `json:"consolidations"`
 	UpdatedAt      string         `json:"updated_at"`
 	Fork           *forkJSON      `json:"fork,omitempty"`
+	// Title, Kind, Group and Parent: the session's first user line and its place in its client
+	// conversation.
+	Title  string `json:"title"`
+	Kind   string `json:"kind,omitempty"`
+	Group  string `json:"group"`
+	Parent string `json:"parent,omitempty"`
 }
+
+// The client conversation of billing-fix, as Claude Code names it, and its title.
+const (
+	billingGroup = "7f3e2a10-5c4b-4d8e-9a61-0b2c3d4e5f60"
+	billingTitle = "Some invoices are off by one cent compared with the sum the customer sees in…"
+)
 
 // forkJSON is hippocam.Fork: the session a fork diverged from, after how many transcript messages.
 type forkJSON struct {
@@ -127,11 +142,20 @@ func (f *fakeAPI) listSessions(w http.ResponseWriter, r *http.Request) {
 	bumps, deleted := f.state()
 	all := []sessionSummary{
 		{Tenant: "default", ID: "billing-fix", Messages: 11, Depth: 3, Consolidations: map[string]int{"intent": 3, "prefix": 1},
-			UpdatedAt: f.stamp(time.Minute - time.Duration(bumps)*time.Second)},
+			UpdatedAt: f.stamp(time.Minute - time.Duration(bumps)*time.Second), Title: billingTitle, Group: billingGroup},
 		{Tenant: "default", ID: "scratch", Messages: 2, Depth: 0, Consolidations: map[string]int{"intent": 0, "prefix": 0},
-			UpdatedAt: f.stamp(2 * time.Hour)},
+			UpdatedAt: f.stamp(2 * time.Hour), Title: `<b>not bold</b><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`, Group: "scratch"},
 		{Tenant: "default", ID: "billing-fix~2", Messages: 8, Depth: 1, Consolidations: map[string]int{"intent": 0, "prefix": 1},
-			UpdatedAt: f.stamp(5 * time.Minute), Fork: &forkJSON{From: "billing-fix", At: 2}},
+			UpdatedAt: f.stamp(5 * time.Minute), Fork: &forkJSON{From: "billing-fix", At: 2}, Group: billingGroup,
+			Title: "My notes on the start, consolidated: the user reported invoices one cent off the…"},
+	}
+	if f.conversation {
+		none := map[string]int{"intent": 0, "prefix": 0}
+		all = append(all,
+			sessionSummary{Tenant: "default", ID: "auto-3f2a9c1b7e4d", Messages: 2, Consolidations: none, UpdatedAt: f.stamp(41 * time.Minute),
+				Title: billingTitle, Kind: "title", Group: billingGroup, Parent: "billing-fix"},
+			sessionSummary{Tenant: "default", ID: "auto-9b1e0c4d2a77", Messages: 6, Consolidations: none, UpdatedAt: f.stamp(3 * time.Minute),
+				Title: "Find where Invoice.Total rounds each line", Kind: "subagent", Group: billingGroup, Parent: "billing-fix"})
 	}
 	all = append(all, f.extra...)
 	list := []sessionSummary{}

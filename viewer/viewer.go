@@ -3,9 +3,13 @@
 // consolidated message (opened node by node), the intent stack and its history, the knowledge
 // of prefix memories, the recall traces of answers, and usage and cost by role.
 //
-// The session list is searched by id and sorted by latest activity; a fork is listed beneath
-// the session it forked from, with its divergence point (shown in both transcripts). A session
-// shows the agent's current framing; framing marks (the framing changed: they open that
+// The session list names each session by its title (its first user line), is searched by id or
+// title and sorted by latest activity; a fork is listed beneath the session it forked from, with
+// its divergence point (shown in both transcripts), and the other sessions of a client
+// conversation (a title request, subagents, side requests) beneath the session they serve,
+// marked. A session's context meter shows its last main request part by part (Hippocam's
+// prompt, framing, tools, recall tools, memory, messages) against the window, with the input the
+// provider reported beside it. A session shows the agent's current framing; framing marks (the framing changed: they open that
 // version) and branch marks (an answer was regenerated: they open the earlier answer) stand in
 // its tree; messages show their wire format, their exact raw JSON on demand, and a label for
 // each non-text part.

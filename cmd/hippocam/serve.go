@@ -229,7 +229,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		return err
 	}
 	srv, err := httpapi.New(httpapi.Config{Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
-		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout})
+		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout, UpstreamFormat: upstreamFormatOf(c.UpstreamFormat)})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/hippocam/hippocam"
 )
 
 // upstreamAPIKey is the upstream's API key for its format, from the environment:
@@ -18,6 +20,14 @@ func upstreamAPIKey(format string) (string, error) {
 		return env("HIPPOCAM_UPSTREAM_API_KEY", os.Getenv("ANTHROPIC_API_KEY")), nil
 	}
 	return "", fmt.Errorf("--upstream-format must be openai or anthropic, not %q", format)
+}
+
+// upstreamFormatOf is the wire format an --upstream-format value names.
+func upstreamFormatOf(format string) hippocam.Format {
+	if format == "anthropic" {
+		return hippocam.FormatAnthropic
+	}
+	return hippocam.FormatChat
 }
 
 // newLogger logs to w as text, or as JSON lines.

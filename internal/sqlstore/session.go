@@ -56,6 +56,28 @@ func ParseFork(col string) *hippocam.Fork {
 	return &f
 }
 
+// ClientColumn is the sessions.client value of s: its Transcript.Client as JSON, or "" when it
+// has none.
+func ClientColumn(s *hippocam.Session) string {
+	if s.Transcript.Client == nil {
+		return ""
+	}
+	b, _ := json.Marshal(s.Transcript.Client)
+	return string(b)
+}
+
+// ParseClient reads a sessions.client value.
+func ParseClient(col string) *hippocam.Client {
+	if col == "" {
+		return nil
+	}
+	var c hippocam.Client
+	if json.Unmarshal([]byte(col), &c) != nil {
+		return nil
+	}
+	return &c
+}
+
 // Snapshot is a session's snapshot fields (Stack, StackLog, Rounds, Usage, Consolidations,
 // Transcript, Pending) as the JSON of the sessions columns that hold them, in the driver's Text
 // type. A nil Pending is the JSON null, and reads back nil.

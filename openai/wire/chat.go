@@ -131,13 +131,28 @@ func StringContent(s string) json.RawMessage {
 	return b
 }
 
-// ToolCall is a function call in an assistant message.
+// ToolCall is a call in an assistant message: of a function (Function), or of a custom tool
+// (Type "custom", Custom; Function is then not written).
 type ToolCall struct {
 	// Index is set only in streamed deltas.
 	Index    *int         `json:"index,omitempty"`
 	ID       string       `json:"id,omitempty"`
 	Type     string       `json:"type,omitempty"`
 	Function FunctionCall `json:"function"`
+	Custom   *CustomCall  `json:"custom,omitempty"`
+}
+
+// CustomCall names the custom tool called and carries its free-text input.
+type CustomCall struct {
+	Name  string `json:"name"`
+	Input string `json:"input"`
+}
+
+// MarshalJSON writes a function call, or a custom call without the function member.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	e := encoder{}
+	e.toolCall(&c)
+	return e.b, nil
 }
 
 // FunctionCall names the function and carries its JSON arguments as a string.
@@ -146,11 +161,13 @@ type FunctionCall struct {
 	Arguments string `json:"arguments"`
 }
 
-// ToolDef declares a tool in a request.
+// ToolDef declares a tool in a request. Raw, when set, is a tool of another type than function
+// as the client sent it, written back byte for byte.
 type ToolDef struct {
-	Type     string      `json:"type"`
-	Function FunctionDef `json:"function"`
-	Extra    Extra       `json:"-"`
+	Type     string          `json:"type"`
+	Function FunctionDef     `json:"function"`
+	Extra    Extra           `json:"-"`
+	Raw      json.RawMessage `json:"-"`
 }
 
 type toolDef ToolDef
@@ -172,8 +189,11 @@ func (t *ToolDef) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes Extra back.
+// MarshalJSON writes Raw when set, otherwise the tool with its Extra.
 func (t ToolDef) MarshalJSON() ([]byte, error) {
+	if len(t.Raw) > 0 {
+		return t.Raw, nil
+	}
 	e := encoder{b: make([]byte, 0, toolDefSize(&t))}
 	if e.toolDef(&t, true) {
 		return e.b, nil

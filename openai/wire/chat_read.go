@@ -84,7 +84,12 @@ func readFields(conv *hippocam.Conversation, req *ChatRequest) error {
 	conv.Model, conv.Stream = req.Model, req.Stream
 	for i, d := range req.Tools {
 		if d.Type != "" && d.Type != "function" {
-			return hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
+			t, err := otherTool(i, d)
+			if err != nil {
+				return err
+			}
+			conv.Tools = append(conv.Tools, t)
+			continue
 		}
 		if strings.TrimSpace(d.Function.Name) == "" {
 			return hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)
@@ -210,7 +215,11 @@ func (r *chatReader) add(raw []byte, c *ChatMessage) {
 		return
 	}
 	for j, tc := range c.ToolCalls {
-		if strings.TrimSpace(tc.Function.Name) == "" {
+		if tc.Custom != nil && strings.TrimSpace(tc.Custom.Name) == "" {
+			r.err = hippocam.Errorf(hippocam.EINVALID, "messages[%d].tool_calls[%d] names no custom tool", i, j)
+			return
+		}
+		if tc.Custom == nil && strings.TrimSpace(tc.Function.Name) == "" {
 			r.err = hippocam.Errorf(hippocam.EINVALID, "messages[%d].tool_calls[%d] names no function", i, j)
 			return
 		}
@@ -351,7 +360,37 @@ func chatParts(content json.RawMessage) ([]hippocam.Part, error) {
 	return parts, nil
 }
 
-// chatToolChoice reads tool_choice: "auto", "none", "required" or a named function.
+// otherTool reads tool i of a type other than function: a custom tool ({"type":"custom",
+// "custom":{"name","description","format"}}, Parameters its format), or a tool of another type,
+// kept as a provider tool named by its type. Raw is either's members, type first.
+func otherTool(i int, d ToolDef) (hippocam.Tool, error) {
+	// The members as sent: its type and the others (a tool of another type has no function).
+	raw, err := encodeSlow(struct {
+		Type string `json:"type"`
+	}{d.Type}, d.Extra)
+	if err != nil {
+		return hippocam.Tool{}, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: %v", i, err)
+	}
+	if d.Type != "custom" {
+		return hippocam.Tool{Name: d.Type, Kind: hippocam.ToolProvider, Type: d.Type, Format: hippocam.FormatChat, Raw: raw}, nil
+	}
+	var c struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Format      json.RawMessage `json:"format"`
+	}
+	if err := json.Unmarshal(d.Extra["custom"], &c); err != nil || strings.TrimSpace(c.Name) == "" {
+		return hippocam.Tool{}, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: a custom tool needs custom.name", i)
+	}
+	t := hippocam.Tool{Name: c.Name, Description: c.Description, Kind: hippocam.ToolCustom, Type: "custom", Format: hippocam.FormatChat, Raw: raw}
+	if len(c.Format) > 0 && string(c.Format) != "null" {
+		t.Parameters = c.Format
+	}
+	return t, nil
+}
+
+// chatToolChoice reads tool_choice: "auto", "none", "required", a named function or custom
+// tool, or allowed_tools (read as its mode).
 func chatToolChoice(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -365,11 +404,28 @@ func chatToolChoice(raw json.RawMessage) (string, error) {
 		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice must be \"auto\", \"none\", \"required\" or a named function, not %q", s)
 	}
 	var named struct {
+		Type     string `json:"type"`
 		Function struct {
 			Name string `json:"name"`
 		} `json:"function"`
+		Custom struct {
+			Name string `json:"name"`
+		} `json:"custom"`
+		AllowedTools struct {
+			Mode string `json:"mode"`
+		} `json:"allowed_tools"`
 	}
-	if err := json.Unmarshal(raw, &named); err != nil || named.Function.Name == "" {
+	err := json.Unmarshal(raw, &named)
+	switch {
+	case err == nil && named.Type == "custom" && named.Custom.Name != "":
+		return named.Custom.Name, nil
+	case err == nil && named.Type == "allowed_tools":
+		if named.AllowedTools.Mode == "required" {
+			return "required", nil
+		}
+		return "auto", nil
+	}
+	if err != nil || named.Function.Name == "" {
 		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice must be a string or {\"type\":\"function\",\"function\":{\"name\":…}}")
 	}
 	return named.Function.Name, nil

@@ -70,7 +70,12 @@ func refReadChatRequest(body []byte) (*hippocam.Conversation, error) {
 	}
 	for i, d := range req.Tools {
 		if d.Type != "" && d.Type != "function" {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, d.Type)
+			t, err := otherTool(i, d)
+			if err != nil {
+				return nil, err
+			}
+			conv.Tools = append(conv.Tools, t)
+			continue
 		}
 		if strings.TrimSpace(d.Function.Name) == "" {
 			return nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d] has no function name", i)

@@ -28,6 +28,9 @@ func ToMessage(c ChatMessage) (hippocam.Message, error) {
 		m.ToolCalls = make([]hippocam.ToolCall, len(c.ToolCalls))
 		for i, tc := range c.ToolCalls {
 			m.ToolCalls[i] = hippocam.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+			if tc.Custom != nil {
+				m.ToolCalls[i] = hippocam.ToolCall{ID: tc.ID, Name: tc.Custom.Name, Arguments: tc.Custom.Input, Kind: hippocam.ToolCustom}
+			}
 		}
 	}
 	otherContent := len(c.Content) > 0 && c.Content[0] != '"'
@@ -51,14 +54,20 @@ func ToMessage(c ChatMessage) (hippocam.Message, error) {
 	return m, nil
 }
 
-// FromMessage converts a domain message to the wire, restoring the fields kept in Extra.
+// FromMessage converts a domain message to the wire, restoring the fields kept in Extra. A call
+// of a custom tool is a custom call; a call of a namespaced tool goes by its flat name, since
+// chat completions has no namespaces.
 func FromMessage(m *hippocam.Message) ChatMessage {
 	c := ChatMessage{Role: string(m.Role), ToolCallID: m.ToolCallID}
 	if m.Content != "" || len(m.ToolCalls) == 0 {
 		c.Content = StringContent(m.Content)
 	}
 	for _, tc := range m.ToolCalls {
-		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		if tc.Kind == hippocam.ToolCustom {
+			c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "custom", Custom: &CustomCall{Name: hippocam.FlatName(tc.Namespace, tc.Name), Input: tc.Arguments}})
+			continue
+		}
+		c.ToolCalls = append(c.ToolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: hippocam.FlatName(tc.Namespace, tc.Name), Arguments: tc.Arguments}})
 	}
 	if len(m.Parts) > 0 && !hasContentExtra(m.Extra) {
 		c.Content = partsContent(m)
@@ -116,9 +125,52 @@ func AnswerMessage(c ChatMessage) ChatMessage {
 	return c
 }
 
-// FromTool converts a domain tool to a wire tool definition.
+// FromTool converts a domain tool to a wire tool definition: its Raw bytes when it has them, else
+// a function.
 func FromTool(t *hippocam.Tool) ToolDef {
+	if len(t.Raw) > 0 {
+		return ToolDef{Type: t.Type, Raw: t.Raw}
+	}
 	return ToolDef{Type: "function", Function: FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+}
+
+// forChat returns r as a chat-completions upstream receives it (hippocam.UpstreamTool): its
+// tools that reach such an upstream, under their upstream names; its tool choice naming those;
+// its messages' calls of namespaced and custom tools as hippocam.UpstreamCall writes them. r is
+// returned itself when nothing changes.
+func forChat(r *hippocam.Request) *hippocam.Request {
+	special := hippocam.SpecialCalls(r.Messages)
+	plain := !special
+	for i := range r.Tools {
+		if t := &r.Tools[i]; t.Kind != hippocam.ToolFunction || t.Namespace != "" || len(t.Raw) > 0 {
+			plain = false
+		}
+	}
+	if plain {
+		return r
+	}
+	out := *r
+	out.Tools = nil
+	for _, t := range r.Tools {
+		if u, ok := hippocam.UpstreamTool(t, hippocam.FormatChat); ok {
+			out.Tools = append(out.Tools, u)
+		}
+	}
+	out.ToolChoice = hippocam.UpstreamToolChoice(r.Tools, r.ToolChoice, hippocam.FormatChat)
+	if special {
+		out.Messages = make([]hippocam.Message, len(r.Messages))
+		for i, m := range r.Messages {
+			if len(m.ToolCalls) > 0 {
+				calls := make([]hippocam.ToolCall, len(m.ToolCalls))
+				for j, c := range m.ToolCalls {
+					calls[j] = hippocam.UpstreamCall(c)
+				}
+				m.ToolCalls = calls
+			}
+			out.Messages[i] = m
+		}
+	}
+	return &out
 }
 
 // ToTool converts a wire tool definition to a domain tool.
@@ -126,8 +178,10 @@ func ToTool(d ToolDef) hippocam.Tool {
 	return hippocam.Tool{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
 }
 
-// FromRequest builds the wire body of a domain request.
+// FromRequest builds the wire body of a domain request, as a chat-completions upstream receives
+// it (see forChat).
 func FromRequest(model string, r *hippocam.Request) (ChatRequest, error) {
+	r = forChat(r)
 	req := ChatRequest{Model: model}
 	if len(r.Extra) > 0 {
 		if err := json.Unmarshal(r.Extra, &req.Extra); err != nil {
@@ -166,7 +220,13 @@ func ToRequest(req *ChatRequest) ([]hippocam.Message, []hippocam.Tool, error) {
 		msgs = append(msgs, m)
 	}
 	tools := make([]hippocam.Tool, 0, len(req.Tools))
-	for _, d := range req.Tools {
+	for i, d := range req.Tools {
+		if d.Type != "" && d.Type != "function" {
+			if t, err := otherTool(i, d); err == nil {
+				tools = append(tools, t)
+			}
+			continue
+		}
 		tools = append(tools, ToTool(d))
 	}
 	return msgs, tools, nil

@@ -482,7 +482,7 @@ func (d *decoder) sinkMessages() bool {
 	}
 }
 
-var toolCallKeys = []string{"index", "id", "type", "function"}
+var toolCallKeys = []string{"index", "id", "type", "function", "custom"}
 
 func (d *decoder) toolCall(c *ToolCall) bool {
 	if d.null() {

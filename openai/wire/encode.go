@@ -182,6 +182,14 @@ func (e *encoder) toolCall(c *ToolCall) {
 		e.str(c.Type)
 		e.b = append(e.b, ',')
 	}
+	if c.Custom != nil {
+		e.b = append(e.b, `"custom":{"name":`...)
+		e.str(c.Custom.Name)
+		e.b = append(e.b, `,"input":`...)
+		e.str(c.Custom.Input)
+		e.b = append(e.b, "}}"...)
+		return
+	}
 	e.b = append(e.b, `"function":{`...)
 	if c.Function.Name != "" {
 		e.b = append(e.b, `"name":`...)
@@ -194,6 +202,9 @@ func (e *encoder) toolCall(c *ToolCall) {
 }
 
 func (e *encoder) toolDef(t *ToolDef, top bool) bool {
+	if len(t.Raw) > 0 {
+		return e.raw(t.Raw)
+	}
 	e.b = append(e.b, `{"type":`...)
 	e.str(t.Type)
 	f := &t.Function

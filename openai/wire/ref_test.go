@@ -199,8 +199,12 @@ func convSlice[A, B any](in []A, f func(A) B) []B {
 
 func msgToRef(m ChatMessage) ZrefChatMessage   { return ZrefChatMessage(m) }
 func msgFromRef(m ZrefChatMessage) ChatMessage { return ChatMessage(m) }
-func toolToRef(t ToolDef) ZrefToolDef          { return ZrefToolDef(t) }
-func toolFromRef(t ZrefToolDef) ToolDef        { return ToolDef(t) }
+func toolToRef(t ToolDef) ZrefToolDef {
+	return ZrefToolDef{Type: t.Type, Function: t.Function, Extra: t.Extra}
+}
+func toolFromRef(t ZrefToolDef) ToolDef {
+	return ToolDef{Type: t.Type, Function: t.Function, Extra: t.Extra}
+}
 
 func reqToRef(r ChatRequest) ZrefChatRequest {
 	return ZrefChatRequest{Model: r.Model, Messages: convSlice(r.Messages, msgToRef), Tools: convSlice(r.Tools, toolToRef),

@@ -82,6 +82,7 @@ func (k *messageKey) encodes(m *hippocam.Message) bool {
 // value (a tool's parameters, a message's kept fields) is not valid JSON. The body must not be
 // changed: the writer keeps its messages for the next request.
 func (w *RequestWriter) Body(model string, r *hippocam.Request, stream bool) ([]byte, error) {
+	r = forChat(r)
 	head, err := requestHead(model, r, stream)
 	if err != nil {
 		return nil, err

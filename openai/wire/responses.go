@@ -14,7 +14,8 @@ import (
 
 // PartReasoning is the type of the hippocam.Part that carries a Responses reasoning item. Such an
 // item is opaque to Hippocam (its content may be encrypted); it rides, byte for byte in Raw, on
-// the assistant message that it preceded.
+// the assistant message that it preceded. The items of provider tools ride the same way, as
+// parts of their own item type.
 const PartReasoning = "reasoning"
 
 // ResponsesRequest is the body of POST /v1/responses. Input, Instructions and ToolChoice are kept
@@ -69,16 +70,21 @@ func (r ResponsesRequest) MarshalJSON() ([]byte, error) {
 	return encodeSlow(responsesRequest(r), r.Extra)
 }
 
-// ResponsesTool is a tool of a Responses request or response. Only function tools, which are
-// flat ({"type":"function","name":…}, unlike chat's nested "function"), are served; other types
-// (web_search, file_search, mcp…) are refused when a request is read.
+// ResponsesTool is a tool of a Responses request or response: a function (flat,
+// {"type":"function","name":…}, unlike chat's nested "function"), a custom tool (Format its
+// input format), a namespace (Tools the functions and custom tools it groups), or a tool the
+// provider runs (web_search, file_search, mcp…), whose other fields stay in Extra. Raw, when
+// set, is the tool's exact bytes: a tool read from JSON keeps them and is written back as them.
 type ResponsesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Strict      *bool           `json:"strict,omitempty"`
-	Extra       Extra           `json:"-"`
+	Type        string            `json:"type"`
+	Name        string            `json:"name,omitempty"`
+	Description string            `json:"description,omitempty"`
+	Parameters  json.RawMessage   `json:"parameters,omitempty"`
+	Strict      *bool             `json:"strict,omitempty"`
+	Format      json.RawMessage   `json:"format,omitempty"`
+	Tools       []json.RawMessage `json:"tools,omitempty"`
+	Extra       Extra             `json:"-"`
+	Raw         json.RawMessage   `json:"-"`
 }
 
 type responsesTool ResponsesTool
@@ -92,12 +98,16 @@ func (t *ResponsesTool) UnmarshalJSON(b []byte) error {
 	}
 	*t = ResponsesTool(a)
 	t.Extra = extra
+	t.Raw = append(json.RawMessage(nil), b...)
 	return nil
 }
 
-// MarshalJSON writes the tool with its Extra fields, leaving out parameters and strict when
-// unset.
+// MarshalJSON writes Raw when set; otherwise the tool with its Extra fields, leaving out the
+// fields that are unset.
 func (t ResponsesTool) MarshalJSON() ([]byte, error) {
+	if len(t.Raw) > 0 {
+		return t.Raw, nil
+	}
 	return encodeSlow(responsesTool(t), t.Extra)
 }
 
@@ -117,6 +127,9 @@ type InputItem struct {
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	// Namespace is a function_call's or a custom_tool_call's; Input a custom_tool_call's.
+	Namespace string `json:"namespace"`
+	Input     string `json:"input"`
 }
 
 // ContentPart is one part of a message's content or of a function call's output, read for its
@@ -154,11 +167,16 @@ type InputAudio struct {
 // it joins the assistant message before it, or else becomes an assistant message of its own with
 // only that part. See Conversation for the request fields.
 //
+// Items of other types than message, function_call, custom_tool_call and their outputs
+// (reasoning, web_search_call, mcp_call, compaction…) are kept opaque, byte for byte: like a
+// reasoning item, each rides as a Part of its own type on the assistant turn it belongs to.
+//
 // It returns EINVALID, naming where (e.g. `input[3].content[0]: unknown content part type
 // "nonsense"`), for text CheckText refuses, a body that is not a JSON object of the right shape,
-// an empty input, unknown item, part or tool types, unknown roles, a function tool without a
-// name, a function_call without call_id or name, a function_call_output without call_id or
-// output, an item_reference, and a tool_choice other than auto, none, required or a function.
+// an empty input, unknown part types, unknown roles, a tool without a type, a function or
+// custom tool without a name, a namespace without a name or holding other tools, a call item
+// without call_id or name, an output item without call_id or output, an item_reference, and a
+// tool_choice that is an unknown string or an object without a type or a needed name.
 func ReadResponsesRequest(body []byte) (*hippocam.Conversation, error) {
 	if err := hippocam.CheckText(body); err != nil {
 		return nil, err
@@ -234,26 +252,80 @@ func (r *ResponsesRequest) passOn() json.RawMessage {
 	return b
 }
 
-// readTools converts the request's tools; only function tools with a name are accepted.
+// readTools converts the request's tools: functions, custom tools, the functions and custom
+// tools of namespaces (each with its Namespace, Raw the namespace's bytes), and every other type
+// as a provider tool named by its name or else its type, kept byte for byte.
 func readTools(tools []ResponsesTool) ([]hippocam.Tool, error) {
 	var out []hippocam.Tool
 	for i, t := range tools {
-		if t.Type != "function" {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: only function tools are supported, not %q", i, t.Type)
+		at := fmt.Sprintf("tools[%d]", i)
+		switch t.Type {
+		case "function", "custom":
+			tool, err := readTool(at, &t, "", nil)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, tool)
+		case "namespace":
+			if t.Name == "" {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "%s: a namespace needs a name", at)
+			}
+			for j, raw := range t.Tools {
+				var inner ResponsesTool
+				if err := json.Unmarshal(raw, &inner); err != nil {
+					return nil, hippocam.Errorf(hippocam.EINVALID, "%s.tools[%d]: %v", at, j, err)
+				}
+				if inner.Type != "function" && inner.Type != "custom" {
+					return nil, hippocam.Errorf(hippocam.EINVALID, "%s.tools[%d]: a namespace holds function and custom tools, not %q", at, j, inner.Type)
+				}
+				tool, err := readTool(fmt.Sprintf("%s.tools[%d]", at, j), &inner, t.Name, t.Raw)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, tool)
+			}
+		case "":
+			return nil, hippocam.Errorf(hippocam.EINVALID, "%s: a tool needs a type", at)
+		default:
+			name := t.Name
+			if name == "" {
+				name = t.Type
+			}
+			out = append(out, hippocam.Tool{Name: name, Description: t.Description, Kind: hippocam.ToolProvider, Type: t.Type,
+				Format: hippocam.FormatResponses, Raw: t.Raw})
 		}
-		if t.Name == "" {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "tools[%d]: a function tool needs a name", i)
-		}
-		params := t.Parameters
-		if string(params) == "null" {
-			params = nil
-		}
-		out = append(out, hippocam.Tool{Name: t.Name, Description: t.Description, Parameters: params})
 	}
 	return out, nil
 }
 
-// readToolChoice reads tool_choice into the domain's form.
+// readTool reads a function or custom tool, of namespace ns (whose bytes are group) or of none.
+func readTool(at string, t *ResponsesTool, ns string, group json.RawMessage) (hippocam.Tool, error) {
+	if t.Name == "" {
+		return hippocam.Tool{}, hippocam.Errorf(hippocam.EINVALID, "%s: a %s tool needs a name", at, t.Type)
+	}
+	tool := hippocam.Tool{Name: t.Name, Description: t.Description, Namespace: ns}
+	if ns != "" {
+		tool.Format, tool.Raw = hippocam.FormatResponses, group
+	}
+	if t.Type == "custom" {
+		tool.Kind, tool.Type, tool.Format = hippocam.ToolCustom, "custom", hippocam.FormatResponses
+		if ns == "" {
+			tool.Raw = t.Raw
+		}
+		if len(t.Format) > 0 && string(t.Format) != "null" {
+			tool.Parameters = t.Format
+		}
+		return tool, nil
+	}
+	if string(t.Parameters) != "null" {
+		tool.Parameters = t.Parameters
+	}
+	return tool, nil
+}
+
+// readToolChoice reads tool_choice into the domain's form: the strings, the name of a function
+// or custom tool, the mode of allowed_tools; a choice of a tool the provider runs (web_search,
+// file_search, mcp…), which no upstream of Hippocam's runs, is read as "auto".
 func readToolChoice(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
@@ -269,17 +341,26 @@ func readToolChoice(raw json.RawMessage) (string, error) {
 	var f struct {
 		Type string `json:"type"`
 		Name string `json:"name"`
+		Mode string `json:"mode"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice: must be a string or an object")
 	}
-	if f.Type != "function" {
-		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice: only auto, none, required or a function are supported, not type %q", f.Type)
+	switch f.Type {
+	case "function", "custom":
+		if f.Name == "" {
+			return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice: a %s choice needs a name", f.Type)
+		}
+		return f.Name, nil
+	case "allowed_tools":
+		if f.Mode == "required" {
+			return "required", nil
+		}
+		return "auto", nil
+	case "":
+		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice: an object needs a type")
 	}
-	if f.Name == "" {
-		return "", hippocam.Errorf(hippocam.EINVALID, "tool_choice: a function choice needs a name")
-	}
-	return f.Name, nil
+	return "auto", nil
 }
 
 // readInstructions adds the instructions, when given and not empty, as the first framing message.
@@ -352,9 +433,13 @@ type inputReader struct {
 	// assistant message item always starts a new turn; function calls join the open one.
 	turn *hippocam.Message
 	raws []string
-	// pending holds reasoning items not yet placed: they go to the next assistant item's turn.
-	pending []string
+	// pending holds opaque items (reasoning, provider tool items) not yet placed: they go to
+	// the next assistant item's turn.
+	pending []opaqueItem
 }
+
+// opaqueItem is an input item kept as it is: its type and bytes.
+type opaqueItem struct{ typ, raw string }
 
 // item reads input item i.
 func (rd *inputReader) item(i int, raw json.RawMessage) error {
@@ -384,14 +469,19 @@ func (rd *inputReader) item(i int, raw json.RawMessage) error {
 		return rd.functionCall(at, &it, raw)
 	case "function_call_output":
 		return rd.functionOutput(at, &it, raw)
-	case "reasoning":
-		rd.started = true
-		rd.pending = append(rd.pending, string(raw))
-		return nil
+	case "custom_tool_call":
+		return rd.functionCall(at, &it, raw)
+	case "custom_tool_call_output":
+		return rd.functionOutput(at, &it, raw)
 	case "item_reference":
 		return hippocam.Errorf(hippocam.EINVALID, "%s: item_reference is not supported; send the items", at)
 	}
-	return hippocam.Errorf(hippocam.EINVALID, "%s: unsupported item type %q (only message, function_call, function_call_output and reasoning are)", at, typ)
+	// reasoning, and the items of the tools the provider runs (web_search_call, mcp_call,
+	// local_shell_call and its output, image_generation_call, compaction…): opaque, kept byte
+	// for byte on the assistant turn they belong to.
+	rd.started = true
+	rd.pending = append(rd.pending, opaqueItem{typ, string(raw)})
+	return nil
 }
 
 // message reads a message item.
@@ -437,31 +527,36 @@ func (rd *inputReader) message(at string, it *InputItem, raw json.RawMessage) er
 	return nil
 }
 
-// functionCall reads a function_call item into the current assistant turn.
+// functionCall reads a function_call or custom_tool_call item into the current assistant turn.
 func (rd *inputReader) functionCall(at string, it *InputItem, raw json.RawMessage) error {
 	if it.CallID == "" {
-		return hippocam.Errorf(hippocam.EINVALID, "%s: a function_call needs a call_id", at)
+		return hippocam.Errorf(hippocam.EINVALID, "%s: a %s needs a call_id", at, it.Type)
 	}
 	if it.Name == "" {
-		return hippocam.Errorf(hippocam.EINVALID, "%s: a function_call needs a name", at)
+		return hippocam.Errorf(hippocam.EINVALID, "%s: a %s needs a name", at, it.Type)
+	}
+	call := hippocam.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments, Namespace: it.Namespace}
+	if it.Type == "custom_tool_call" {
+		call.Kind, call.Arguments = hippocam.ToolCustom, it.Input
 	}
 	if rd.turn == nil {
 		rd.begin()
 	} else {
 		rd.place()
 	}
-	rd.turn.ToolCalls = append(rd.turn.ToolCalls, hippocam.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+	rd.turn.ToolCalls = append(rd.turn.ToolCalls, call)
 	rd.raws = append(rd.raws, string(raw))
 	return nil
 }
 
-// functionOutput reads a function_call_output item as a tool message.
+// functionOutput reads a function_call_output or custom_tool_call_output item as a tool
+// message.
 func (rd *inputReader) functionOutput(at string, it *InputItem, raw json.RawMessage) error {
 	if it.CallID == "" {
-		return hippocam.Errorf(hippocam.EINVALID, "%s: a function_call_output needs a call_id", at)
+		return hippocam.Errorf(hippocam.EINVALID, "%s: a %s needs a call_id", at, it.Type)
 	}
 	if len(it.Output) == 0 || string(it.Output) == "null" {
-		return hippocam.Errorf(hippocam.EINVALID, "%s: a function_call_output needs an output", at)
+		return hippocam.Errorf(hippocam.EINVALID, "%s: a %s needs an output", at, it.Type)
 	}
 	text, parts, err := readContent(at+".output", it.Output)
 	if err != nil {
@@ -487,8 +582,8 @@ func (rd *inputReader) begin() {
 // place moves the pending reasoning items onto the open turn, in order.
 func (rd *inputReader) place() {
 	for _, r := range rd.pending {
-		rd.turn.Parts = append(rd.turn.Parts, hippocam.Part{Type: PartReasoning, Format: hippocam.FormatResponses, Raw: r})
-		rd.raws = append(rd.raws, r)
+		rd.turn.Parts = append(rd.turn.Parts, hippocam.Part{Type: r.typ, Format: hippocam.FormatResponses, Raw: r.raw})
+		rd.raws = append(rd.raws, r.raw)
 	}
 	rd.pending = nil
 }

@@ -74,8 +74,9 @@ func (r Response) MarshalJSON() ([]byte, error) {
 	return encodeSlow(response(r), r.Extra)
 }
 
-// OutputItem is one item of a response's output. Hippocam writes two types: "message" (Role,
-// Content) and "function_call" (CallID, Name, Arguments); items of other types read from an
+// OutputItem is one item of a response's output. Hippocam writes three types: "message" (Role,
+// Content), "function_call" (CallID, Name, Arguments, and Namespace for a tool of a namespace)
+// and "custom_tool_call" (CallID, Name, Input, Namespace); items of other types read from an
 // upstream keep their other fields in Extra.
 type OutputItem struct {
 	ID        string          `json:"id,omitempty"`
@@ -86,6 +87,8 @@ type OutputItem struct {
 	CallID    string          `json:"call_id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Arguments string          `json:"arguments,omitempty"`
+	Input     string          `json:"input,omitempty"`
+	Namespace string          `json:"namespace,omitempty"`
 	Extra     Extra           `json:"-"`
 }
 
@@ -105,8 +108,9 @@ func (it *OutputItem) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON writes the item with the fields its type always has: a message's content (possibly
-// []) and role, a function call's arguments (possibly ""), call_id and name. It fails only on an
-// Extra value that is not valid JSON.
+// []) and role, a function call's arguments (possibly ""), call_id and name, a custom tool
+// call's call_id, input (possibly "") and name; a call's namespace when it has one. It fails
+// only on an Extra value that is not valid JSON.
 func (it OutputItem) MarshalJSON() ([]byte, error) {
 	switch it.Type {
 	case "message":
@@ -129,7 +133,18 @@ func (it OutputItem) MarshalJSON() ([]byte, error) {
 			Arguments string `json:"arguments"`
 			CallID    string `json:"call_id"`
 			Name      string `json:"name"`
-		}{it.ID, it.Type, it.Status, it.Arguments, it.CallID, it.Name}, it.Extra)
+			Namespace string `json:"namespace,omitempty"`
+		}{it.ID, it.Type, it.Status, it.Arguments, it.CallID, it.Name, it.Namespace}, it.Extra)
+	case "custom_tool_call":
+		return encodeSlow(struct {
+			ID        string `json:"id"`
+			Type      string `json:"type"`
+			Status    string `json:"status"`
+			CallID    string `json:"call_id"`
+			Input     string `json:"input"`
+			Name      string `json:"name"`
+			Namespace string `json:"namespace,omitempty"`
+		}{it.ID, it.Type, it.Status, it.CallID, it.Input, it.Name, it.Namespace}, it.Extra)
 	}
 	return encodeSlow(outputItem(it), it.Extra)
 }
@@ -214,7 +229,8 @@ func (u *ResponseUsage) CallUsage() hippocam.CallUsage {
 }
 
 // NewResponse builds the completed response object for an answer: a message item with the
-// answer's text (when it has text, or no tool calls), then one function_call item per tool call,
+// answer's text (when it has text, or no tool calls), then one function_call item per tool call
+// (a custom_tool_call item for a call of a custom tool),
 // in order, with the usage and the defaults the official SDKs read (tool_choice "auto", no tools,
 // metadata {}, text format "text", truncation "disabled", store true…; EchoRequest replaces
 // them with what a request asked). id gets the prefix "resp_" if it lacks it; item ids derive
@@ -267,17 +283,21 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 			break
 		}
 	}
-	r.Tools = make([]ResponsesTool, 0, len(conv.Tools))
-	for _, t := range conv.Tools {
-		r.Tools = append(r.Tools, echoTool(t))
-	}
+	r.Tools = echoTools(conv.Tools)
 	switch conv.ToolChoice {
 	case "":
 		r.ToolChoice = json.RawMessage(`"auto"`)
 	case "auto", "none", "required":
 		r.ToolChoice, _ = json.Marshal(conv.ToolChoice)
 	default:
-		r.ToolChoice, _ = json.Marshal(map[string]string{"type": "function", "name": conv.ToolChoice})
+		typ := "function"
+		for _, t := range conv.Tools {
+			if t.Name == conv.ToolChoice && t.Kind == hippocam.ToolCustom {
+				typ = "custom"
+				break
+			}
+		}
+		r.ToolChoice, _ = json.Marshal(map[string]string{"type": typ, "name": conv.ToolChoice})
 	}
 	if conv.MaxTokens > 0 {
 		n := conv.MaxTokens
@@ -305,6 +325,23 @@ func (r *Response) EchoRequest(conv *hippocam.Conversation) {
 	if v, ok := extra["truncation"]; ok {
 		_ = json.Unmarshal(v, &r.Truncation)
 	}
+}
+
+// echoTools is a request's tools as a response repeats them: each as it was sent when its bytes
+// are known (a namespace once for all its tools), else as a function.
+func echoTools(tools []hippocam.Tool) []ResponsesTool {
+	out := make([]ResponsesTool, 0, len(tools))
+	for i, t := range tools {
+		if len(t.Raw) == 0 || t.Format != hippocam.FormatResponses {
+			out = append(out, echoTool(t))
+			continue
+		}
+		if t.Namespace != "" && i > 0 && tools[i-1].Namespace == t.Namespace && string(tools[i-1].Raw) == string(t.Raw) {
+			continue // the namespace is already there
+		}
+		out = append(out, ResponsesTool{Raw: t.Raw})
+	}
+	return out
 }
 
 // echoTool is a function tool as a response echoes it: with its parameters and strict, null
@@ -338,9 +375,21 @@ func messageItem(id, text string) OutputItem {
 		Content: []OutputContent{{Type: "output_text", Text: text}}}
 }
 
-// callItem is a function_call item with the given status.
+// callItem is a function_call item, or a custom_tool_call item for a call of a custom tool, with
+// the given status.
 func callItem(id string, c hippocam.ToolCall, status string) OutputItem {
-	return OutputItem{ID: id, Type: "function_call", Status: status, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}
+	if c.Kind == hippocam.ToolCustom {
+		return OutputItem{ID: id, Type: "custom_tool_call", Status: status, CallID: c.ID, Name: c.Name, Input: c.Arguments, Namespace: c.Namespace}
+	}
+	return OutputItem{ID: id, Type: "function_call", Status: status, CallID: c.ID, Name: c.Name, Arguments: c.Arguments, Namespace: c.Namespace}
+}
+
+// itemCall is the tool call a function_call or custom_tool_call item holds.
+func itemCall(it *OutputItem) hippocam.ToolCall {
+	if it.Type == "custom_tool_call" {
+		return hippocam.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Input, Kind: hippocam.ToolCustom, Namespace: it.Namespace}
+	}
+	return hippocam.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments, Namespace: it.Namespace}
 }
 
 // ResponseEvent is one server-sent event of a streamed response. Which fields are set depends on
@@ -348,7 +397,8 @@ func callItem(id string, c hippocam.ToolCall, status string) OutputItem {
 // and Item for response.output_item.added and .done; ItemID, OutputIndex, ContentIndex and Part
 // for response.content_part.added and .done; Delta or Text (with Logprobs) for
 // response.output_text.delta and .done; Delta for response.function_call_arguments.delta,
-// Arguments and Name for its .done.
+// Arguments and Name for its .done; Delta or Input for response.custom_tool_call_input.delta
+// and .done.
 type ResponseEvent struct {
 	Type           string          `json:"type"`
 	SequenceNumber int             `json:"sequence_number"`
@@ -362,6 +412,7 @@ type ResponseEvent struct {
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
 	Name           string          `json:"name,omitempty"`
+	Input          *string         `json:"input,omitempty"`
 	Logprobs       json.RawMessage `json:"logprobs,omitempty"`
 }
 
@@ -496,7 +547,7 @@ func (s *ResponseStream) Fail(code, message string) error {
 
 // WriteResponseStream writes a whole completed response as an event stream: the same events a
 // ResponseStream sends for it, with the items' own ids, ending with response.completed carrying
-// resp. Items other than messages and function calls are sent as they are (added, then done). It
+// resp. Items other than messages and tool calls are sent as they are (added, then done). It
 // returns the writer's error (EINTERNAL) when writing fails.
 func WriteResponseStream(w io.Writer, resp *Response) error {
 	s := NewResponseStream(w)
@@ -508,8 +559,8 @@ func WriteResponseStream(w io.Writer, resp *Response) error {
 		switch it.Type {
 		case "message":
 			s.streamMessage(&it)
-		case "function_call":
-			s.call(it.ID, hippocam.ToolCall{ID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+		case "function_call", "custom_tool_call":
+			s.call(it.ID, itemCall(&it))
 		default:
 			idx := len(s.output)
 			s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &it})
@@ -636,17 +687,25 @@ func (s *ResponseStream) streamMessage(src *OutputItem) {
 	s.closeMessage()
 }
 
-// call streams one function_call item: added with empty arguments, the arguments in pieces, done.
+// call streams one function_call item (added with empty arguments, the arguments in pieces,
+// done), or one custom_tool_call item (the same with its input).
 func (s *ResponseStream) call(id string, c hippocam.ToolCall) {
 	idx := len(s.output)
 	item := callItem(id, c, "in_progress")
-	item.Arguments = ""
+	item.Arguments, item.Input = "", ""
 	s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &item})
-	for _, p := range streamPieces(c.Arguments) {
-		s.send(ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
-	}
 	args := c.Arguments
-	s.send(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args, Name: c.Name})
+	if c.Kind == hippocam.ToolCustom {
+		for _, p := range streamPieces(args) {
+			s.send(ResponseEvent{Type: "response.custom_tool_call_input.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
+		}
+		s.send(ResponseEvent{Type: "response.custom_tool_call_input.done", ItemID: id, OutputIndex: &idx, Input: &args})
+	} else {
+		for _, p := range streamPieces(args) {
+			s.send(ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
+		}
+		s.send(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args, Name: c.Name})
+	}
 	done := callItem(id, c, "completed")
 	s.send(ResponseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &done})
 	s.output = append(s.output, done)

@@ -12,6 +12,7 @@
   const STACK_LOG_SHOWN = 12;
   const KNOWLEDGE_SHOWN = 8;
   const FORKS_SHOWN = 3; // a session with more forks than this lists them folded, until asked
+  const CONVERSATION_LINKS = 8; // a session's page links this many of its conversation's other sessions
 
   const KINDS = {
     raw: 'raw',
@@ -252,18 +253,32 @@
     return isNaN(x) ? -Infinity : x;
   };
 
-  // sessionTree arranges the sessions as a forest: a fork beneath the session it forked from
-  // (when that one is listed; else at the top), each level sorted by its latest activity (a
-  // session's own update or any of its forks'), newest first.
+  // sessionTree arranges the sessions as a forest of client conversations: a fork beneath the
+  // session it forked from, a title request or a subagent beneath the session it serves (its
+  // parent), and the other sessions of a conversation (its group) beneath the conversation's
+  // main one, the one with the most messages; a session whose origin is not listed stays at the
+  // top. Each level is sorted by its latest activity (a session's own update or any of its
+  // kids'), newest first.
   function sessionTree(sessions) {
     const nodes = new Map();
     for (const s of sessions) {
       const id = String(s.id);
       if (!nodes.has(id)) nodes.set(id, { id, s, kids: [] });
     }
+    const leads = new Map(); // group -> the node its other roots go beneath
+    for (const n of nodes.values()) {
+      const g = n.s.group ? String(n.s.group) : '';
+      if (!g || n.s.fork || n.s.parent || n.s.kind) continue;
+      const lead = leads.get(g);
+      if (!lead || (n.s.messages || 0) > (lead.s.messages || 0)) leads.set(g, n);
+    }
     const parentOf = (n) => {
       const from = n.s.fork && n.s.fork.from != null ? String(n.s.fork.from) : '';
-      return from !== n.id && nodes.has(from) ? from : '';
+      if (from) return from !== n.id && nodes.has(from) ? from : '';
+      const parent = n.s.parent != null ? String(n.s.parent) : '';
+      if (parent && parent !== n.id && nodes.has(parent)) return parent;
+      const lead = n.s.group ? leads.get(String(n.s.group)) : null;
+      return lead && lead.id !== n.id ? lead.id : '';
     };
     // A chain of origins that loops (it should not) is cut: its sessions stay at the top.
     const looped = (n) => {
@@ -282,11 +297,13 @@
     }
     const finish = (n) => {
       n.latest = timeOf(n.s.updated_at);
-      n.total = 0; // forks beneath, at any depth
+      n.total = 0; // sessions beneath, at any depth
+      n.forks = 0; // the forks among them
       for (const k of n.kids) {
         finish(k);
         n.latest = Math.max(n.latest, k.latest);
         n.total += 1 + k.total;
+        n.forks += (k.s.fork ? 1 : 0) + k.forks;
       }
       n.kids.sort(byLatest);
     };
@@ -297,18 +314,18 @@
 
   const byLatest = (a, b) => b.latest - a.latest || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-  // listModel is what the list shows: the visible part of the forest, filtered by id. A session
-  // that does not match stays (dimmed) when one of its forks does, so a fork keeps its place.
+  // listModel is what the list shows: the visible part of the forest, filtered by id or title. A
+  // session that does not match stays (dimmed) when one of its kids does, so a kid keeps its place.
   function listModel(roots, q) {
     let matches = 0;
     const walk = (n) => {
-      const match = !q || n.id.toLowerCase().includes(q);
+      const match = !q || n.id.toLowerCase().includes(q) || String(n.s.title || '').toLowerCase().includes(q);
       if (match) matches++;
       const kids = n.kids.map(walk).filter(Boolean);
       if (!match && kids.length === 0) return null;
       const chosen = state.groupOpen.get(n.id);
       const open = q ? true : chosen !== undefined ? chosen : n.total <= FORKS_SHOWN || holdsSelected(n);
-      return { id: n.id, s: n.s, match, total: n.total, kids, open, parentListed: !!n.parent, ago: fmtAgo(n.s.updated_at) };
+      return { id: n.id, s: n.s, match, total: n.total, forks: n.forks, kids, open, parentListed: !!n.parent, ago: fmtAgo(n.s.updated_at) };
     };
     const rows = roots.map(walk).filter(Boolean);
     return { rows, matches };
@@ -357,8 +374,12 @@
         title: row.match ? null : 'listed for its forks: it does not match the filter',
         onclick: () => select(row.id),
       },
-      el('span', { class: 'session-id', text: row.id }),
+      s.title ? el('span', { class: 'session-name', 'data-testid': 'session-name', title: s.title, text: s.title })
+        : el('span', { class: 'session-id', text: row.id }),
       el('span', { class: 'session-time', title: fmtTime(s.updated_at), text: row.ago }),
+      s.title ? el('span', { class: 'session-id session-id-small', text: row.id }) : null,
+      s.kind ? el('span', { class: 'conv-note', 'data-testid': 'kind-note', 'data-kind': s.kind,
+        title: kindTitle(s, row.parentListed), text: '↳ ' + kindLabel(s.kind) }) : null,
       fork ? el('span', { class: 'fork-note', 'data-testid': 'fork-note', title: 'fork of ' + fork.from },
         '↳ ' + (row.parentListed ? '' : 'fork of ' + fork.from + ', ') + 'forked after ' + plural(at, 'message'),
         row.parentListed ? null : el('span', { class: 'muted', text: ' (origin not listed)' })) : null,
@@ -367,12 +388,15 @@
         el('span', { text: 'depth ' + (s.depth || 0) }),
         el('span', { class: 'chip chip-intent', title: 'intent consolidations', text: '◇ ' + (c.intent || 0) }),
         el('span', { class: 'chip chip-prefix', title: 'prefix consolidations', text: '▤ ' + (c.prefix || 0) }),
-        row.total ? el('span', { class: 'chip chip-fork', 'data-testid': 'fork-count', title: 'forks beneath this session, at any depth', text: plural(row.total, 'fork') }) : null)));
+        row.forks ? el('span', { class: 'chip chip-fork', 'data-testid': 'fork-count', title: 'forks beneath this session, at any depth', text: plural(row.forks, 'fork') }) : null,
+        row.total > row.forks ? el('span', { class: 'chip chip-conv', 'data-testid': 'related-count',
+          title: 'other sessions of this client conversation beneath this one: title requests, subagents, side requests',
+          text: plural(row.total - row.forks, 'related session') }) : null)));
     if (row.kids.length === 0) return li;
     if (!q) {
       li.append(el('button', {
         type: 'button', class: 'link fork-toggle', 'data-testid': 'toggle-forks', 'aria-expanded': String(row.open),
-        text: (row.open ? '▾ Hide ' : '▸ Show ') + plural(row.total, 'fork'),
+        text: (row.open ? '▾ Hide ' : '▸ Show ') + plural(row.total, row.forks === row.total ? 'fork' : 'session'),
         onclick: () => {
           state.groupOpen.set(row.id, !row.open);
           renderSessions();
@@ -384,6 +408,20 @@
         row.kids.map((k) => renderSessionNode(k, depth + 1, q))));
     }
     return li;
+  }
+
+  // What a session is within its client conversation, in words.
+  function kindLabel(kind) {
+    if (kind === 'title') return 'title request';
+    if (kind === 'subagent') return 'subagent';
+    return String(kind) + ' request';
+  }
+
+  function kindTitle(s, parentListed) {
+    const of = s.parent ? String(s.parent) : '';
+    if (s.kind === 'title') return 'a request in which the client asks a model to title its conversation' + (of ? ' (' + of + ')' : '');
+    if (s.kind === 'subagent') return 'an agent that ' + (of ? of : 'another agent') + ' started' + (of && !parentListed ? ' (not listed)' : '');
+    return 'a side request of the client: ' + s.kind;
   }
 
   // ---------- selection and routing ----------
@@ -652,12 +690,13 @@
   function renderHeader(d) {
     return el('div', { class: 'detail-head' },
       el('div', {},
-        el('h1', { id: 'session-title', 'data-testid': 'session-title', text: d.id }),
+        el('h1', { id: 'session-title', 'data-testid': 'session-title', 'data-session-id': d.id, text: d.title || d.id }),
+        d.title ? el('div', { class: 'mono small session-id-line', 'data-testid': 'session-id', text: d.id }) : null,
         el('div', { class: 'muted small' },
           el('span', { text: 'created ' + fmtTime(d.created_at) }), ' · ',
           el('span', { text: 'updated ' + fmtTime(d.updated_at) }), ' · ',
           el('span', { 'data-testid': 'session-version', text: 'version ' + (d.version ?? '–') })),
-        renderForkInfo(d)),
+        renderForkInfo(d), renderConversation(d)),
       el('button', { type: 'button', class: 'btn btn-danger', id: 'delete-session', 'data-testid': 'delete-session',
         onclick: () => deleteSession(d.id), text: 'Delete session' }));
   }
@@ -694,27 +733,80 @@
     return out;
   }
 
-  function renderSummary(d) {
-    const ctx = Array.isArray(d.context) ? d.context : [];
+  // renderConversation says which client conversation the session belongs to and what it is
+  // there (a title request, a subagent, a side request), with links to the conversation's other
+  // sessions.
+  function renderConversation(d) {
+    const group = d.group != null ? String(d.group) : '';
+    const others = group ? state.sessions.filter((s) => String(s.group) === group && String(s.id) !== String(d.id)) : [];
+    const parent = d.parent ? String(d.parent) : '';
+    if (!d.kind && !parent && others.length === 0) return null;
+    const client = d.client || {};
+    return el('div', { class: 'fork-line conv-line', 'data-testid': 'conversation', 'data-group': group },
+      el('span', { class: 'conv-icon', text: '◎' }),
+      d.kind ? el('span', { 'data-testid': 'conversation-kind', text: kindLabel(d.kind) }) : 'Conversation',
+      parent ? [d.kind === 'subagent' ? ' started by ' : d.kind ? ' of ' : ' beside ',
+        sessionLink(parent, null, { class: 'mono', 'data-testid': 'conversation-parent' })] : null,
+      client.conversation ? el('span', { class: 'muted', title: 'the client’s id of this conversation', text: ' · ' + client.conversation }) : null,
+      others.length ? [' · ' + plural(others.length, 'other session') + ': ',
+        others.slice(0, CONVERSATION_LINKS).map((o, i) => [i ? ', ' : '', sessionLink(String(o.id), null,
+          { class: 'mono', 'data-testid': 'conversation-link', title: o.title || null }, String(o.id)),
+        o.kind ? el('span', { class: 'muted', text: ' (' + kindLabel(o.kind) + ')' }) : null]),
+        others.length > CONVERSATION_LINKS ? el('span', { class: 'muted', text: ', and ' + fmtInt(others.length - CONVERSATION_LINKS) + ' more in the list' }) : null] : null);
+  }
+
+  // The parts of a main request the context meter shows, in the order they are sent.
+  const METER_PARTS = [
+    ['system', 'Hippocam prompt', 'Hippocam’s own system prompt: its memory instructions'],
+    ['framing', 'framing', 'the agent’s system and developer messages'],
+    ['tools', 'tools', 'the schemas of the agent’s tools'],
+    ['recall_tools', 'recall tools', 'the schemas of Hippocam’s recall and search tools'],
+    ['memory', 'memory', 'what Hippocam put in the context: memories, guidance, advisories, recall exchanges'],
+    ['messages', 'messages', 'the agent’s messages kept whole'],
+  ];
+
+  // renderMeter is the context window card: what the last main request carried, part by part,
+  // against the window, with what the provider reported beside it. A session that has not
+  // recorded one shows its context alone.
+  function renderMeter(d, ctx) {
     const win = d.context_window || 0;
-    const used = typeof d.context_tokens === 'number' ? d.context_tokens : sumTokens(ctx);
+    const req = d.request && typeof d.request.total === 'number' ? d.request : null;
+    const used = req ? req.total : typeof d.context_tokens === 'number' ? d.context_tokens : sumTokens(ctx);
     const pct = win > 0 ? Math.min(100, (used / win) * 100) : 0;
     const level = pct >= 80 ? 'high' : pct >= 60 ? 'mid' : 'low';
+    const bar = el('div', { class: 'bar bar-' + level + (req ? ' bar-parts' : ''), id: 'window-bar', 'data-testid': 'window-bar', role: 'progressbar',
+      'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(pct),
+      title: Math.round(pct) + '% of the context window' },
+    req ? METER_PARTS.filter(([k]) => req[k] > 0).map(([k, label]) => el('div', {
+      class: 'bar-fill bar-seg seg-' + k, 'data-testid': 'meter-segment', 'data-part': k,
+      'data-pct': win > 0 ? Math.max(0.5, (req[k] / win) * 100).toFixed(2) : '0',
+      title: label + ': ' + fmtInt(req[k]) + ' tokens' }))
+      : el('div', { class: 'bar-fill', 'data-pct': Math.round(pct) }));
+    return el('div', { class: 'card stat stat-window' },
+      el('div', { class: 'stat-label', text: req ? 'Context window · last request' : 'Context window' }),
+      el('div', { class: 'stat-value' },
+        el('span', { 'data-testid': 'context-tokens', text: fmtInt(used) }),
+        el('span', { class: 'muted', text: ' / ' + (win ? fmtInt(win) : '–') + ' tokens' }),
+        req && req.reported > 0 ? el('span', { class: 'muted small reported', 'data-testid': 'reported-tokens',
+          title: 'the input tokens the provider reported for that request' + (req.reported_cached ? ', ' + fmtInt(req.reported_cached) + ' of them from its cache' : ''),
+          text: ' · provider: ' + fmtInt(req.reported) }) : null),
+      bar,
+      req ? el('ul', { class: 'meter-legend', 'data-testid': 'meter-legend' },
+        METER_PARTS.map(([k, label, hint]) => el('li', { class: 'meter-part', 'data-testid': 'meter-part', 'data-part': k, title: hint },
+          el('span', { class: 'dot seg-' + k }), el('span', { text: label + ' ' }),
+          el('span', { class: 'meter-tokens', 'data-testid': 'meter-tokens', text: fmtInt(req[k] || 0) }))))
+        : null,
+      el('div', { class: 'stat-foot muted', text: win ? Math.round(pct) + '% used' : 'window unknown' }));
+  }
+
+  function renderSummary(d) {
+    const ctx = Array.isArray(d.context) ? d.context : [];
     const counts = {};
     for (const m of ctx) counts[kindOf(m)] = (counts[kindOf(m)] || 0) + 1;
     const c = d.consolidations || {};
     const t = d.totals || {};
     return el('div', { class: 'summary' },
-      el('div', { class: 'card stat stat-window' },
-        el('div', { class: 'stat-label', text: 'Context window' }),
-        el('div', { class: 'stat-value' },
-          el('span', { 'data-testid': 'context-tokens', text: fmtInt(used) }),
-          el('span', { class: 'muted', text: ' / ' + (win ? fmtInt(win) : '–') + ' tokens' })),
-        el('div', { class: 'bar bar-' + level, id: 'window-bar', 'data-testid': 'window-bar', role: 'progressbar',
-          'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(pct),
-          title: Math.round(pct) + '% of the context window' },
-        el('div', { class: 'bar-fill', 'data-pct': Math.round(pct) })),
-        el('div', { class: 'stat-foot muted', text: win ? Math.round(pct) + '% used' : 'window unknown' })),
+      renderMeter(d, ctx),
       el('div', { class: 'card stat' },
         el('div', { class: 'stat-label', text: 'Messages in context' }),
         el('div', { class: 'stat-value', text: fmtInt(ctx.length) }),
