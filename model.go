@@ -94,6 +94,13 @@ type StreamModel interface {
 	CompleteStream(ctx context.Context, req *Request, fn func(text string) error) (*Response, error)
 }
 
+// RequestCounter is implemented by a model client whose wire format frames a request otherwise
+// than RequestTokens counts it (Anthropic's single system prompt): it counts req as it will be
+// sent, with t. The engine uses it to tell a client what a request will cost (engine.Preview).
+type RequestCounter interface {
+	RequestTokens(t Tokenizer, req *Request) int
+}
+
 // Tokenizer counts tokens offline.
 type Tokenizer interface {
 	Count(text string) int

@@ -46,6 +46,9 @@ type step struct {
 	// part passed to Input.OnText); partStarted is set once the current response added to it.
 	answerText  strings.Builder
 	partStarted bool
+	// preview appends without folding (Preview): nothing is consolidated and no model called,
+	// and a history with nothing new to answer is accepted.
+	preview bool
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -138,7 +141,7 @@ func (st *step) result(began time.Time) *Result {
 // what arrives at once is consolidated as if it had arrived step by step. A new framing version
 // is marked where it took effect: at the start on first contact, else after the inputs.
 func (st *step) appendInputs(ctx context.Context) error {
-	if len(st.in.Messages) == 0 {
+	if len(st.in.Messages) == 0 && !st.preview {
 		return hippocam.Errorf(hippocam.EINVALID, "a step needs at least one new message")
 	}
 	firstContact := len(st.s.Context) == 0
@@ -199,7 +202,7 @@ func (st *step) appendInputs(ctx context.Context) error {
 		case m.Role == hippocam.RoleTool && len(pending) == 0:
 			st.completeRound(caller)
 		}
-		if i < first && float64(st.predicted()) > st.e.cfg.Pressure*float64(st.e.cfg.Window) {
+		if i < first && !st.preview && float64(st.predicted()) > st.e.cfg.Pressure*float64(st.e.cfg.Window) {
 			if err := st.sweep(ctx, true); err != nil {
 				return fmt.Errorf("import: %w", err)
 			}

@@ -165,6 +165,7 @@ func failureKind(err error) string {
 // routes that exist, by path, for the 405 of a wrong method.
 var knownPaths = map[string]string{
 	"/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/messages": "POST", "/v1/models": "GET",
+	"/v1/messages/count_tokens": "POST", "/v1/responses/input_tokens": "POST", "/v1/responses/compact": "POST",
 }
 
 // missing answers a path under /v1/ or /api/ that no route serves, in the error JSON of the

@@ -25,36 +25,10 @@ import (
 
 // responses is POST /v1/responses.
 func (s *Server) responses(w http.ResponseWriter, r *http.Request, tenant string) {
-	body, err := s.readBody(w, r)
+	conv, name, err := s.readResponses(w, r, tenant, false)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatResponses, err)
 		return
-	}
-	if body, err = s.resolveItemReferences(r.Context(), tenant, body); err != nil {
-		s.fail(w, r, hippocam.FormatResponses, err)
-		return
-	}
-	conv, err := wire.ReadResponsesRequest(body)
-	if err != nil {
-		s.fail(w, r, hippocam.FormatResponses, err)
-		return
-	}
-	name, named := headerName(r)
-	if named {
-		if err := sessions.CheckName(name); err != nil {
-			s.fail(w, r, hippocam.FormatResponses, err)
-			return
-		}
-	}
-	if conv.Previous != "" {
-		prevSession, err := s.previousConversation(r.Context(), tenant, conv)
-		if err != nil {
-			s.fail(w, r, hippocam.FormatResponses, err)
-			return
-		}
-		if !named {
-			name = prevSession
-		}
 	}
 	if conv.Stream {
 		s.stream(w, r, tenant, name, conv, hippocam.FormatResponses, &responsesStream{w: w, conv: conv})

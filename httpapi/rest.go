@@ -256,6 +256,10 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, tenant st
 
 // models is GET /v1/models, passed through to the upstream.
 func (s *Server) models(w http.ResponseWriter, r *http.Request, tenant string) {
+	if s.proxy != nil {
+		s.proxy.ServeHTTP(w, r) // the upstream's own list, in its own format
+		return
+	}
 	if s.cfg.Upstream == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{}})
 		return

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httputil"
 	"strconv"
 	"time"
 
@@ -42,6 +43,9 @@ type Config struct {
 	// UpstreamFormat is the format of the upstream the engine's model speaks (FormatChat when
 	// empty): it decides which tools and history items are named as left out of its requests.
 	UpstreamFormat hippocam.Format
+	// PassThrough sends the /v1 routes Hippocam does not serve itself to the upstream (optional:
+	// without it they are 404s; see PassThrough). With it, GET /v1/models passes through too.
+	PassThrough *PassThrough
 	// Keys maps API keys to tenants. Empty: no authentication, one tenant ("").
 	Keys map[string]string
 	// Viewer serves the web viewer at "/" (optional).
@@ -77,6 +81,8 @@ type Server struct {
 	// chats reads chat requests, comparing a resent history with the last ones it read instead
 	// of decoding it again (about 100k messages kept, at most ~40 MB).
 	chats *wire.ChatReader
+	// proxy passes the other /v1 routes through to the upstream (nil without Config.PassThrough).
+	proxy *httputil.ReverseProxy
 }
 
 // New returns a server. EINVALID when the engine or the store is missing. Without a session
@@ -111,6 +117,15 @@ func New(cfg Config) (*Server, error) {
 		cfg.Metrics.WatchService(cfg.Sessions)
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), chats: wire.NewChatReader(100_000)}
+	if cfg.PassThrough != nil {
+		rp, err := newPassThrough(cfg.PassThrough, len(cfg.Keys) > 0)
+		if err != nil {
+			return nil, err
+		}
+		rp.ErrorHandler = s.proxyError
+		rp.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+		s.proxy = rp
+	}
 	s.routes()
 	return s, nil
 }
@@ -119,8 +134,12 @@ func (s *Server) routes() {
 	s.handle("POST /v1/chat/completions", "chat", s.chatCompletions)
 	s.handle("POST /v1/responses", "responses", s.responses)
 	s.handle("POST /v1/messages", "messages", s.messages)
+	s.handle("POST /v1/messages/count_tokens", "count_tokens", s.countMessageTokens) // endpoints.go
+	s.handle("POST /v1/responses/input_tokens", "input_tokens", s.countInputTokens)
+	s.handle("POST /v1/responses/compact", "compact", s.compact) // compact.go
+	s.handle("GET /v1/responses/{id}", "response", s.getResponse)
 	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		s.handle(method+" /v1/", "unknown", s.missing) // the format's error JSON, not plain text
+		s.handle(method+" /v1/", "passthrough", s.passThrough) // passthrough.go: to the upstream, else a 404
 		s.handle(method+" /api/", "unknown", s.missing)
 	}
 	s.handle("GET /v1/models", "models", s.models)

@@ -592,25 +592,8 @@ func (s *Service) freshName(ctx context.Context, tenant, name string) (string, e
 // advance runs the engine step the plan calls for and commits it.
 func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, error) {
 	sess, conv := p.sess, h.conv
-	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Model: conv.Model, MaxTokens: conv.MaxTokens,
-		Extra: conv.Extra, ExtraFormat: conv.Format, Betas: conv.Betas,
-		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText, OnCall: h.OnCall}
+	in := s.stepInput(h, p)
 	n := len(conv.Messages)
-	if p.event == EventRegenerated {
-		in.Regenerate = sess.Transcript.Answer
-	} else {
-		unseen := conv.Messages[sess.Transcript.Count:]
-		last := -1
-		for i, m := range unseen {
-			if m.Role == hippocam.RoleAssistant {
-				last = i
-			}
-		}
-		in.History, in.Messages = unseen[:last+1], unseen[last+1:]
-	}
-	if p.task != nil {
-		in.Advisory = p.task.Advisory
-	}
 	res, err := s.cfg.Engine.Step(ctx, sess, hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.ID), in)
 	if err != nil {
 		s.recordFailedUsage(ctx, sess, p.fresh, engine.UsageOf(err))
@@ -649,6 +632,32 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	}
 	s.log.Debug("step", logTenant, h.Tenant, logSession, sess.ID, logEvent, string(p.event))
 	return &Result{Session: next, Event: p.event, Answer: res.Answer, Usage: res.Usage[hippocam.CallAgent], Step: res, Learning: p.task}, nil
+}
+
+// stepInput is the engine input for the step the plan calls for: the messages of the history
+// the session has not seen (those up to its last assistant message as history), or the last
+// answer to regenerate.
+func (s *Service) stepInput(h *history, p *plan) engine.Input {
+	sess, conv := p.sess, h.conv
+	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Model: conv.Model, MaxTokens: conv.MaxTokens,
+		Extra: conv.Extra, ExtraFormat: conv.Format, Betas: conv.Betas,
+		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText, OnCall: h.OnCall}
+	if p.event == EventRegenerated || p.event == EventRetried {
+		in.Regenerate = sess.Transcript.Answer
+	} else {
+		unseen := conv.Messages[sess.Transcript.Count:]
+		last := -1
+		for i, m := range unseen {
+			if m.Role == hippocam.RoleAssistant {
+				last = i
+			}
+		}
+		in.History, in.Messages = unseen[:last+1], unseen[last+1:]
+	}
+	if p.task != nil {
+		in.Advisory = p.task.Advisory
+	}
+	return in
 }
 
 // recordFailedUsage keeps what a failed step's model calls consumed (they were paid for): on a

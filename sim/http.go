@@ -26,7 +26,9 @@ const streamPiece = 64
 //   - POST …/chat/completions answers a request, as one JSON body or, with "stream": true, as
 //     server-sent events ending with "data: [DONE]". The call role is read from the
 //     X-Hippocam-Role header (hippocam.RoleHeader); a request without it is the main model's.
-//   - GET …/models lists the one model, ModelID.
+//   - GET …/models lists the one model, ModelID; GET …/models/{id} describes it
+//     (endpoints.go).
+//   - POST …/embeddings answers deterministic vectors drawn from the text (endpoints.go).
 //
 // Routes match on the end of the path, so any base URL (".../v1", "/openai/v1") works. Errors
 // have OpenAI's error body: 400 for malformed JSON, no messages or an unknown role, 404 for an
@@ -54,6 +56,18 @@ func (m *Model) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m.serveMessages(w, r)
+	case strings.Contains(path, "/models/") && path[strings.LastIndex(path, "/models/")+len("/models/"):] != "":
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET to read a model")
+			return
+		}
+		m.serveModel(w, r, path[strings.LastIndex(path, "/models/")+len("/models/"):])
+	case strings.HasSuffix(path, "/embeddings"):
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST for embeddings")
+			return
+		}
+		m.serveEmbeddings(w, r)
 	case strings.HasSuffix(path, "/models"):
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET to list models")

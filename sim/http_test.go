@@ -228,7 +228,7 @@ func TestHTTPErrors(t *testing.T) {
 		{"UnknownMessageRole", http.MethodPost, "/chat/completions", "", []byte(`{"messages":[{"role":"robot","content":"hi"}]}`), http.StatusBadRequest},
 		{"ComponentWithoutInstruction", http.MethodPost, "/chat/completions", hippocam.CallPrecip, mustJSON(t, chat(system("p"), assistant("x"))), http.StatusBadRequest},
 		{"WrongMethod", http.MethodGet, "/chat/completions", "", nil, http.StatusMethodNotAllowed},
-		{"UnknownPath", http.MethodPost, "/embeddings", "", good, http.StatusNotFound},
+		{"UnknownPath", http.MethodPost, "/audio/speech", "", good, http.StatusNotFound},
 	}
 	for name, e := range endpoints(t, mustModel(t)) {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	"github.com/hippocam/hippocam"
+)
+
+// PassThrough configures the routes under /v1 that Hippocam does not answer itself (embeddings,
+// models, completions, files, moderations, audio, images, batches…): they go to the upstream as
+// they came, bodies streamed both ways.
+type PassThrough struct {
+	// BaseURL is the upstream's base URL, as for the model client: an OpenAI-format one ends
+	// with its version (https://api.openai.com/v1); an Anthropic one may leave it out
+	// (https://api.anthropic.com). A client's /v1/X goes to BaseURL/X.
+	BaseURL string
+	// Anthropic says the upstream speaks Anthropic's API: Hippocam's key goes in x-api-key
+	// (with an anthropic-version header when the client sent none), not Authorization.
+	Anthropic bool
+	// APIKey is Hippocam's upstream key. It is sent when the client authenticated to Hippocam
+	// with a tenant key (Config.Keys), and when a client of a server without keys sent none.
+	APIKey string
+	// Client's transport carries the requests (http.DefaultTransport when nil).
+	Client *http.Client
+}
+
+// anthropicVersion is the API version sent to an Anthropic upstream for a client that named none.
+const anthropicVersion = "2023-06-01"
+
+// newPassThrough returns the reverse proxy for p. EINVALID when the base URL is not absolute.
+func newPassThrough(p *PassThrough, keyed bool) (*httputil.ReverseProxy, error) {
+	base, err := url.Parse(strings.TrimRight(p.BaseURL, "/"))
+	if err != nil || base.Scheme == "" || base.Host == "" {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "httpapi: the pass-through base URL %q is not an absolute URL", p.BaseURL)
+	}
+	if p.Anthropic && !strings.HasSuffix(base.Path, "/v1") {
+		base.Path += "/v1"
+	}
+	var transport http.RoundTripper = http.DefaultTransport
+	if p.Client != nil && p.Client.Transport != nil {
+		transport = p.Client.Transport
+	}
+	rp := &httputil.ReverseProxy{
+		Transport:     transport,
+		FlushInterval: -1, // every write at once: server-sent events pass through as they come
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			out := pr.Out
+			out.URL.Scheme, out.URL.Host = base.Scheme, base.Host
+			out.URL.Path = base.Path + strings.TrimPrefix(pr.In.URL.Path, "/v1")
+			out.URL.RawPath = ""
+			out.Host = base.Host
+			out.Header.Del(SessionHeader)
+			credentials(out.Header, p, keyed)
+		},
+	}
+	return rp, nil
+}
+
+// credentials sets the upstream credentials of a passed-through request. With tenant keys the
+// client's key is Hippocam's business only: it is removed and Hippocam's upstream key sent in
+// its place. Without, the client's own credentials go on; Hippocam's key is sent only to a client
+// that sent none.
+func credentials(h http.Header, p *PassThrough, keyed bool) {
+	if keyed {
+		h.Del("Authorization")
+		h.Del("X-Api-Key")
+	} else if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+		return
+	}
+	if p.APIKey == "" {
+		return
+	}
+	if p.Anthropic {
+		h.Set("X-Api-Key", p.APIKey)
+		if h.Get("Anthropic-Version") == "" {
+			h.Set("Anthropic-Version", anthropicVersion)
+		}
+		return
+	}
+	h.Set("Authorization", "Bearer "+p.APIKey)
+}
+
+// passThrough serves a route under /v1 that Hippocam does not answer itself: to the upstream
+// when one is configured (Config.PassThrough), else a 404 in the error JSON of the path's format.
+// A path of Hippocam's own routes with another method is a 405 either way.
+func (s *Server) passThrough(w http.ResponseWriter, r *http.Request, tenant string) {
+	if _, ok := knownPaths[strings.TrimSuffix(r.URL.Path, "/")]; ok || s.proxy == nil {
+		s.missing(w, r, tenant)
+		return
+	}
+	// Both ways at once: a body that streams up while the answer streams down (HTTP/1.1 would
+	// otherwise stop reading the request once the response starts).
+	_ = http.NewResponseController(w).EnableFullDuplex()
+	s.proxy.ServeHTTP(w, r)
+}
+
+// proxyError answers a pass-through the upstream did not answer (unreachable, or cut before its
+// headers) with a 502 in the error JSON of the path's format.
+func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Warn("pass-through failed", "path", r.URL.Path, "error", err)
+	format := hippocam.FormatChat
+	if strings.HasPrefix(r.URL.Path, "/v1/messages") || s.cfg.PassThrough.Anthropic && r.Header.Get("Anthropic-Version") != "" {
+		format = hippocam.FormatAnthropic
+	}
+	s.fail(w, r, format, hippocam.Errorf(hippocam.EUNAVAILABLE, "the upstream could not be reached for %s %s", r.Method, r.URL.Path))
+}
