@@ -22,10 +22,47 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// Cause, when set, is a sentinel that says more precisely why (ErrStreamCut, ErrTimeout);
+	// errors.Is finds it through Unwrap. Its text is not part of Error().
+	Cause error
 }
 
 // Error implements the error interface.
 func (e *Error) Error() string { return fmt.Sprintf("hippocam: %s: %s", e.Code, e.Message) }
+
+// Unwrap returns Cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Causes of an EUNAVAILABLE failure of the model that the proxy reports and counts apart; find
+// them with errors.Is.
+var (
+	// ErrStreamCut: the model's stream ended before the format's own end ([DONE],
+	// message_stop, response.completed): the connection closed or broke off mid-answer.
+	ErrStreamCut = errors.New("the model's stream was cut off")
+	// ErrTimeout: an attempt at a model call ran out of time (the upstream timeout, or the idle
+	// limit of a stream).
+	ErrTimeout = errors.New("the model call timed out")
+)
+
+// CapacityError is the ECAPACITY error of a request that cannot fit the context window: the
+// tokens it needs and the window, so that each transport can say it in its provider's words.
+// It unwraps to its *Error, so ErrorCode and ErrorMessage read it as any other.
+type CapacityError struct {
+	Needed int // tokens the request needs, the room kept for the answer included
+	Window int // the context window it must fit
+	Err    *Error
+}
+
+// Capacityf returns a *CapacityError of code ECAPACITY with a formatted message.
+func Capacityf(needed, window int, format string, args ...any) *CapacityError {
+	return &CapacityError{Needed: needed, Window: window, Err: Errorf(ECAPACITY, format, args...)}
+}
+
+// Error returns the text of Err.
+func (e *CapacityError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *CapacityError) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with the given code and a formatted message.
 func Errorf(code, format string, args ...any) *Error {

@@ -47,7 +47,7 @@ func New(cfg Config) (*Client, error) {
 	return &Client{
 		cfg: cfg, url: base + "/messages", http: cfg.HTTPClient, log: cfg.Logger,
 		retry: httpretry.Policy{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinBackoff,
-			MaxBackoff: cfg.MaxBackoff, Timeout: cfg.Timeout},
+			MaxBackoff: cfg.MaxBackoff, Timeout: cfg.Timeout, IdleTimeout: cfg.IdleTimeout},
 	}, nil
 }
 

@@ -11,12 +11,14 @@ import (
 
 // Defaults of DefaultConfig; New also applies them to zero fields (MaxRetries excepted).
 const (
-	DefaultBaseURL    = "https://api.anthropic.com"
-	DefaultMaxTokens  = 4096
-	DefaultTimeout    = 120 * time.Second
-	DefaultMaxRetries = 3
-	DefaultMinBackoff = 500 * time.Millisecond
-	DefaultMaxBackoff = 20 * time.Second
+	DefaultBaseURL   = "https://api.anthropic.com"
+	DefaultMaxTokens = 4096
+	DefaultTimeout   = 120 * time.Second
+	// DefaultIdleTimeout is Config.IdleTimeout when it is zero.
+	DefaultIdleTimeout = 60 * time.Second
+	DefaultMaxRetries  = 3
+	DefaultMinBackoff  = 500 * time.Millisecond
+	DefaultMaxBackoff  = 20 * time.Second
 )
 
 // maxResponseBytes bounds the body of a non-streamed answer or an error; maxStreamBytes bounds a
@@ -39,9 +41,14 @@ type Config struct {
 	// MaxTokens is the max_tokens of a request that gives none (Anthropic requires one). Zero
 	// means DefaultMaxTokens.
 	MaxTokens int
-	// Timeout bounds one attempt: for Complete the whole exchange, for Stream the wait for the
-	// response headers and every pause between two lines. Zero means DefaultTimeout.
+	// Timeout bounds one attempt until its answer starts: for a whole answer the whole
+	// exchange, for a stream the wait for the response headers and the first line. A stream
+	// that has begun is bounded by IdleTimeout instead, however long it runs. Zero means
+	// DefaultTimeout.
 	Timeout time.Duration
+	// IdleTimeout bounds every pause between two lines of a stream that has begun: an upstream
+	// that sends nothing for that long fails the attempt. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// MaxRetries is how many times a failed attempt is repeated when the failure may pass
 	// (network errors, timeouts, 408, 409, 429, 5xx and 529). Zero is taken literally: no
 	// retries. DefaultConfig sets DefaultMaxRetries.
@@ -65,12 +72,13 @@ type Config struct {
 // caller sets Model and, usually, APIKey.
 func DefaultConfig() Config {
 	return Config{
-		BaseURL:    DefaultBaseURL,
-		MaxTokens:  DefaultMaxTokens,
-		Timeout:    DefaultTimeout,
-		MaxRetries: DefaultMaxRetries,
-		MinBackoff: DefaultMinBackoff,
-		MaxBackoff: DefaultMaxBackoff,
+		BaseURL:     DefaultBaseURL,
+		MaxTokens:   DefaultMaxTokens,
+		Timeout:     DefaultTimeout,
+		IdleTimeout: DefaultIdleTimeout,
+		MaxRetries:  DefaultMaxRetries,
+		MinBackoff:  DefaultMinBackoff,
+		MaxBackoff:  DefaultMaxBackoff,
 	}
 }
 
@@ -84,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.MinBackoff == 0 {
 		c.MinBackoff = DefaultMinBackoff
@@ -119,7 +130,7 @@ func (c Config) Validate() error {
 	if c.Model == "" {
 		return hippocam.Errorf(hippocam.EINVALID, "anthropic: model is required")
 	}
-	if c.MaxTokens < 0 || c.Timeout < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.MaxRetries < 0 {
+	if c.MaxTokens < 0 || c.Timeout < 0 || c.IdleTimeout < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.MaxRetries < 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "anthropic: max tokens, retries, timeout and backoffs must not be negative")
 	}
 	if d.MinBackoff > d.MaxBackoff {

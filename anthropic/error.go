@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/internal/httpretry"
 )
 
@@ -95,4 +96,29 @@ func parseErrorBody(body []byte) ErrorResponse {
 	}
 	out.Error.Message = shorten(string(bytes.TrimSpace(body)), maxErrorText)
 	return out
+}
+
+// UpstreamError returns the provider's own error type, code (Anthropic gives none) and
+// message, so that a proxy can tell its client the same condition in the client's format.
+func (e *StatusError) UpstreamError() (typ, code, message string) {
+	return e.Body.Error.Type, "", e.Body.Error.Message
+}
+
+// StreamError is an error event that a stream sent after its 200, such as overloaded_error:
+// the provider's error type and message, so that a proxy can pass the same condition on
+// (UpstreamError). It unwraps to its *hippocam.Error (EUNAVAILABLE).
+type StreamError struct {
+	Body ErrorBody
+	Err  *hippocam.Error
+}
+
+// Error returns the text of Err.
+func (e *StreamError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *StreamError) Unwrap() error { return e.Err }
+
+// UpstreamError returns the event's error type and message (Anthropic gives no code).
+func (e *StreamError) UpstreamError() (typ, code, message string) {
+	return e.Body.Type, "", e.Body.Message
 }

@@ -36,8 +36,8 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(
 // Attempts are repeated, as for Complete, until the first piece of text has reached fn: a
 // stream that breaks, or sends an error event such as overloaded_error, before that is tried
 // again; after it the error is EUNAVAILABLE, so fn never sees a piece twice. Config.Timeout
-// bounds the wait for the headers and every pause between two lines. Errors otherwise as for
-// Complete; a stream that ends without message_stop is EUNAVAILABLE.
+// bounds the wait for the headers and the first line, Config.IdleTimeout every pause after it.
+// Errors otherwise as for Complete; a stream that ends without message_stop is EUNAVAILABLE.
 func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn func(text string) error) (*hippocam.Response, error) {
 	body, err := c.requestBody(req, true)
 	if err != nil {
@@ -74,7 +74,8 @@ func (e callbackError) Error() string { return e.err.Error() }
 
 // readEvents reads the server-sent events of body and gives each to asm, until message_stop or
 // the end of the body. Failures before any text reached the caller are transient; after it
-// they are EUNAVAILABLE, like malformed events.
+// they are EUNAVAILABLE, like malformed events. A stream cut short (no message_stop) has
+// hippocam.ErrStreamCut as its cause, or ErrTimeout when its attempt ran out of time.
 func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 	fail := func(err error) error {
 		if asm.texts == 0 {
@@ -88,20 +89,26 @@ func readEvents(body io.Reader, a *httpretry.Attempt, asm *assembler) error {
 			return false, unreadable(fmt.Sprintf("stream event %d: %v", asm.events+1, err))
 		}
 		if ev.Type == EventError {
-			msg := "an error event"
+			se := &StreamError{Body: ErrorBody{Type: ErrorAPI, Message: "an error event"}}
 			if ev.Error != nil {
-				msg = ev.Error.Type + ": " + ev.Error.Message
+				se.Body = *ev.Error
 			}
-			return false, fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", msg))
+			se.Err = hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s: %s", se.Body.Type, se.Body.Message)
+			return false, fail(se)
 		}
 		err = asm.add(&ev)
 		return asm.stopped, err
 	}
 	end := func(rerr error) error {
 		if rerr != io.EOF {
-			return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.Explain(rerr)))
+			err := a.Explain(rerr)
+			cause := hippocam.ErrStreamCut
+			if errors.Is(err, hippocam.ErrTimeout) {
+				cause = hippocam.ErrTimeout
+			}
+			return fail(&hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: fmt.Sprintf("model stream broke off: %v", err), Cause: cause})
 		}
-		return fail(hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before message_stop"))
+		return fail(&hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: "model stream ended before message_stop", Cause: hippocam.ErrStreamCut})
 	}
 	return httpretry.ReadEvents(body, a, maxStreamBytes, event, end)
 }

@@ -3,6 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -133,7 +134,7 @@ func TestClientStreamFailures(t *testing.T) {
 	t.Run("NoMessageStop", func(t *testing.T) {
 		up := newUpstream(t, sse(evStart, textStart, textDelta))
 		_, err := newClient(t, up.srv.URL).Stream(context.Background(), userRequest("x"), nil)
-		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(hippocam.ErrorMessage(err), "message_stop") {
+		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(hippocam.ErrorMessage(err), "message_stop") || !errors.Is(err, hippocam.ErrStreamCut) {
 			t.Errorf("error %v", err)
 		}
 	})

@@ -164,7 +164,7 @@ func (st *step) answer(ctx context.Context) error {
 		req := st.agentRequest(withRecall)
 		n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools)
 		if n > st.e.cfg.Window {
-			return hippocam.Errorf(hippocam.ECAPACITY, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
+			return hippocam.Capacityf(n, st.e.cfg.Window, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
 		st.res.MaxRequestTokens = max(st.res.MaxRequestTokens, n)
 		if st.in.OnCall != nil {

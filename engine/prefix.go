@@ -87,7 +87,7 @@ func (st *step) pressureControl(ctx context.Context) error {
 	}
 	if need := st.agentNeeded(); need > w {
 		req, answer := st.requestTokens(), st.answerReserve()
-		return hippocam.Errorf(hippocam.ECAPACITY,
+		return hippocam.Capacityf(need, w,
 			"the request needs %d tokens (%d for the context and its framing, %d reserved for the answer) but the context window is %d, even after consolidating everything outside the current round",
 			need, req, answer, w)
 	}

@@ -161,13 +161,7 @@ func (c *chatStream) whole(id streamID, res *sessions.Result) error {
 }
 
 func (c *chatStream) fail(err error) error {
-	_, typ, code, msg := errorStatus(c.w, err)
-	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
-	if code != "" {
-		body["code"] = code
-	}
-	b, _ := json.Marshal(map[string]any{"error": body})
-	return c.sse.data(b)
+	return c.sse.data(refuse(hippocam.FormatChat, err).chunk())
 }
 
 // chunk writes one chat.completion.chunk; noChoice writes the usage chunk, whose choices are [].

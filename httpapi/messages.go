@@ -113,13 +113,6 @@ func (m *messagesStream) whole(id streamID, res *sessions.Result) error {
 }
 
 func (m *messagesStream) fail(err error) error {
-	status, _, _, msg := errorStatus(m.w, err)
-	return m.sw.Fail(anthropic.StatusType(status), msg)
-}
-
-// writeAnthropicError writes err as Anthropic's error JSON, with the status the OpenAI formats
-// would get.
-func writeAnthropicError(w http.ResponseWriter, err error) {
-	status, _, _, msg := errorStatus(w, err)
-	anthropic.WriteError(w, status, anthropic.StatusType(status), msg)
+	r := refuse(hippocam.FormatAnthropic, err)
+	return m.sw.Fail(r.typ, r.message)
 }

@@ -65,7 +65,7 @@ func NewMetrics() *Metrics {
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_session_events_total",
 			Help: "Proxied requests by how they related to their session (created, continued, retried, regenerated, forked)."}, []string{"event"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_failures_total",
-			Help: "Failed chat requests by kind (invalid, capacity, upstream, conflict, internal)."}, []string{"kind"}),
+			Help: "Refused and failed requests by cause: invalid, too_large, method, not_found, capacity, conflict, unauthorized, forbidden, timeout, stream_cut, unreachable, internal, upstream_STATUS for a refusal of the upstream (upstream_429, upstream_529, upstream_500…), upstream_overloaded, upstream_rate_limited and upstream_error_event for an error event in its stream."}, []string{"kind"}),
 		firstText: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_stream_first_text_seconds",
 			Help: "Time from a streamed request to its first piece of answer text written to the client.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)}),
 		cutOffs: prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_stream_cut_offs_total",

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,8 +34,11 @@ const (
 	idempotencyKeyHeader = "Idempotency-Key"
 )
 
-// readBody reads a request body within the configured bound. EINVALID when it is too large or
-// cannot be read.
+// errTooLarge marks the EINVALID error of a request body over the bound (a 413).
+var errTooLarge = errors.New("request body too large")
+
+// readBody reads a request body within the configured bound. EINVALID when it is too large (with
+// errTooLarge as its cause) or cannot be read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	var buf bytes.Buffer
 	if n := r.ContentLength; n > 0 {
@@ -43,7 +49,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "the request body is larger than %d bytes", tooBig.Limit)
+			return nil, &hippocam.Error{Code: hippocam.EINVALID, Message: fmt.Sprintf("the request body is larger than %d bytes", tooBig.Limit), Cause: errTooLarge}
 		}
 		return nil, hippocam.Errorf(hippocam.EINVALID, "reading the request body: %v", err)
 	}
@@ -107,59 +113,93 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, tenant, name str
 	st := newAnswerStream(w, f, s.cfg.Metrics)
 	res, err := s.continueSession(w, r, tenant, name, conv, st)
 	if err != nil {
+		if !st.begun() && format == hippocam.FormatResponses && refuse(format, err).cause == causeCapacity {
+			// The Responses API tells a streamed request that its input is too long inside
+			// the stream, with response.failed; Codex compacts on that, not on a 400.
+			s.refused(r, name, refuse(format, err), err)
+			if f.open(streamID{session: name, answer: positionKey(len(conv.Messages)), created: time.Now().Unix()}) == nil {
+				f.fail(err)
+			}
+			return
+		}
 		if !st.begun() {
 			s.fail(w, r, format, err)
 			return
 		}
-		s.count(r, err)
+		if st.id != nil {
+			name = st.id.session
+		}
+		s.refused(r, name, refuse(format, err), err)
 		st.abort(err)
 		return
 	}
 	switch err := st.finish(res); {
 	case errors.Is(err, errStreamMismatch):
-		s.count(r, err)
+		s.refused(r, res.Session.ID, refuse(format, err), err)
 	case err != nil:
-		s.log.Debug("stream cut off", "path", r.URL.Path, "session", res.Session.ID, "error", err)
+		s.log.Debug("stream cut off", logPath, r.URL.Path, logSession, res.Session.ID, logError, err)
 	}
 }
 
-// fail counts and writes err in the error JSON of the request's format.
+// fail counts, logs and writes err in the error JSON of the request's format.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, format hippocam.Format, err error) {
-	s.count(r, err)
-	if format == hippocam.FormatAnthropic {
-		writeAnthropicError(w, err)
-		return
-	}
-	writeError(w, err)
+	ref := refuse(format, err)
+	name, _ := headerName(r)
+	s.refused(r, name, ref, err)
+	ref.write(w, format)
 }
 
-// count counts a failed request, and logs it when it is Hippocam's own failure.
-func (s *Server) count(r *http.Request, err error) {
+// The keys of the log line of a refused or failed request.
+const (
+	logTenant  = "tenant"
+	logSession = "session"
+	logRoute   = "route"
+	logMethod  = "method"
+	logPath    = "path"
+	logStatus  = "status"
+	logCause   = "cause"
+	logReason  = "reason"
+	logError   = "error"
+)
+
+// refused counts a failed request by its cause and logs it: its tenant, session (as named, or
+// "" when the service was to find it), route, status, cause and the reason the client was
+// given. Hippocam's own failures are errors (with the error itself, which the client never
+// sees), the upstream's warnings, the client's refusals information.
+func (s *Server) refused(r *http.Request, session string, ref refusal, err error) {
 	if m := s.cfg.Metrics; m != nil {
-		m.failures.WithLabelValues(failureKind(err)).Inc()
+		m.failures.WithLabelValues(ref.cause).Inc()
 	}
-	if hippocam.ErrorCode(err) == hippocam.EINTERNAL {
-		s.log.Error("request failed", "path", r.URL.Path, "error", err)
+	info := requestInfoOf(r)
+	level := slog.LevelInfo
+	switch {
+	case ref.cause == causeInternal:
+		level = slog.LevelError
+	case ref.status >= 500 || strings.HasPrefix(ref.cause, causeUpstream):
+		level = slog.LevelWarn
 	}
+	attrs := []any{logTenant, info.tenant, logSession, session, logRoute, info.route, logMethod, r.Method,
+		logPath, r.URL.Path, logStatus, ref.status, logCause, ref.cause, logReason, ref.message}
+	if level != slog.LevelInfo {
+		attrs = append(attrs, logError, err)
+	}
+	s.log.Log(r.Context(), level, "request refused", attrs...)
 }
 
-// failureKind classifies an error for metrics.
-func failureKind(err error) string {
-	var up upstreamStatus
-	if errors.As(err, &up) {
-		return "upstream"
-	}
-	switch hippocam.ErrorCode(err) {
-	case hippocam.ECAPACITY:
-		return "capacity"
-	case hippocam.EINVALID:
-		return "invalid"
-	case hippocam.EUNAVAILABLE:
-		return "upstream"
-	case hippocam.ECONFLICT:
-		return "conflict"
-	}
-	return "internal"
+// requestInfo is what handle knows of a request before its handler runs.
+type requestInfo struct{ route, tenant string }
+
+type requestInfoKey struct{}
+
+// withRequestInfo returns r carrying its route and tenant, for the log line of its failure.
+func withRequestInfo(r *http.Request, route, tenant string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, requestInfo{route, tenant}))
+}
+
+// requestInfoOf returns what withRequestInfo put in r (zero values outside handle).
+func requestInfoOf(r *http.Request) requestInfo {
+	info, _ := r.Context().Value(requestInfoKey{}).(requestInfo)
+	return info
 }
 
 // routes that exist, by path, for the 405 of a wrong method.
@@ -169,12 +209,10 @@ var knownPaths = map[string]string{
 }
 
 // missing answers a path under /v1/ or /api/ that no route serves, in the error JSON of the
-// format the path belongs to: 405 for a known path with another method, else 404.
+// format the path belongs to: 405 for a known path with another method, else 404; either is
+// logged and counted (see fail).
 func (s *Server) missing(w http.ResponseWriter, r *http.Request, tenant string) {
-	format := hippocam.FormatChat
-	if strings.HasPrefix(r.URL.Path, "/v1/messages") {
-		format = hippocam.FormatAnthropic
-	}
+	format := formatOf(r.URL.Path)
 	if method, ok := knownPaths[strings.TrimSuffix(r.URL.Path, "/")]; ok {
 		w.Header().Set("Allow", method)
 		s.fail(w, r, format, methodError{hippocam.Errorf(hippocam.EINVALID, "%s %s is not served; use %s", r.Method, r.URL.Path, method)})

@@ -102,11 +102,13 @@ func (s *responsesStream) whole(id streamID, res *sessions.Result) error {
 }
 
 func (s *responsesStream) fail(err error) error {
-	_, typ, code, msg := errorStatus(s.w, err)
+	r := refuse(hippocam.FormatResponses, err)
+	code := r.code
 	if code == "" {
-		code = typ
+		code = r.typ
 	}
-	return s.rs.Fail(code, msg)
+	start := responseOf(s.conv, s.id, s.at, nil)
+	return s.rs.Fail(&start, code, r.message)
 }
 
 // flushWriter flushes after every write, so that stream events leave at once.

@@ -14,11 +14,9 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
-	"strconv"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -187,9 +185,10 @@ func (s *Server) handle(pattern, route string, h func(http.ResponseWriter, *http
 			}
 		}()
 		tenant, ok := s.authenticate(r)
+		r = withRequestInfo(r, route, tenant)
 		if !ok {
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="hippocam"`)
-			writeError(rec, hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: send Authorization: Bearer KEY"))
+			s.fail(rec, r, formatOf(r.URL.Path), hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: send Authorization: Bearer KEY (or x-api-key: KEY)"))
 			return
 		}
 		h(rec, r, tenant)
@@ -284,66 +283,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
-}
-
-// upstreamStatus is implemented by model-client errors that carry the provider's HTTP status.
-type upstreamStatus interface {
-	UpstreamStatus() (int, time.Duration)
-}
-
-// writeError maps err once to an HTTP status and OpenAI's error JSON. Internal details never
-// reach the client.
-func writeError(w http.ResponseWriter, err error) {
-	status, typ, code, msg := errorStatus(w, err)
-	body := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
-	if code != "" {
-		body["code"] = code
-	}
-	writeJSON(w, status, map[string]any{"error": body})
-}
-
-// errorStatus maps err to its HTTP status, OpenAI error type and code, and the message a client
-// may see; it sets Retry-After when the upstream asked for a wait.
-func errorStatus(w http.ResponseWriter, err error) (status int, typ, code, msg string) {
-	status, typ, code, msg = http.StatusInternalServerError, "server_error", "", hippocam.ErrorMessage(err)
-	var up upstreamStatus
-	if errors.As(err, &up) {
-		st, wait := up.UpstreamStatus()
-		switch {
-		case st == http.StatusTooManyRequests:
-			status, typ, code = st, "rate_limit_error", "rate_limit_exceeded"
-		case st >= 500:
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
-		case st == http.StatusUnauthorized || st == http.StatusForbidden:
-			// The operator's upstream credentials were refused: say so without the provider's
-			// text, which may quote the key.
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_auth_failed"
-			msg = "the upstream model refused Hippocam's credentials; the operator must check the upstream API key"
-		default:
-			status, typ = st, "invalid_request_error"
-		}
-		if wait > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
-		}
-	} else {
-		switch ec := hippocam.ErrorCode(err); {
-		case ec == hippocam.EINVALID && errors.As(err, new(methodError)):
-			status, typ = http.StatusMethodNotAllowed, "invalid_request_error"
-		case ec == hippocam.EINVALID:
-			status, typ = http.StatusBadRequest, "invalid_request_error"
-		case ec == hippocam.ECAPACITY:
-			status, typ, code = http.StatusBadRequest, "invalid_request_error", "context_length_exceeded"
-		case ec == hippocam.ENOTFOUND:
-			status, typ, code = http.StatusNotFound, "invalid_request_error", "not_found"
-		case ec == hippocam.ECONFLICT:
-			status, typ, code = http.StatusConflict, "invalid_request_error", "conflict"
-		case ec == hippocam.EUNAUTHORIZED:
-			status, typ, code = http.StatusUnauthorized, "authentication_error", "invalid_api_key"
-		case ec == hippocam.EFORBIDDEN:
-			status, typ, code = http.StatusForbidden, "permission_error", "forbidden"
-		case ec == hippocam.EUNAVAILABLE:
-			status, typ, code = http.StatusBadGateway, "upstream_error", "upstream_unavailable"
-		}
-	}
-	return status, typ, code, msg
 }

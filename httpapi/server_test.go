@@ -25,7 +25,8 @@ import (
 // upstream is the simulated model over HTTP, with switchable failures for the main model.
 type upstream struct {
 	*httptest.Server
-	failStatus atomic.Int32 // when non-zero, agent calls answer this status
+	failStatus atomic.Int32           // when non-zero, agent calls answer this status
+	failBody   atomic.Pointer[string] // the body of those answers, when set
 	agentCalls atomic.Int32
 }
 
@@ -39,6 +40,10 @@ func newUpstream(t testing.TB) *upstream {
 			if st := u.failStatus.Load(); st != 0 {
 				w.Header().Set("Retry-After", "7")
 				w.WriteHeader(int(st))
+				if b := u.failBody.Load(); b != nil {
+					io.WriteString(w, *b)
+					return
+				}
 				fmt.Fprintf(w, `{"error":{"message":"upstream says %d","type":"x"}}`, st)
 				return
 			}
@@ -406,7 +411,7 @@ func TestUpstreamFailures(t *testing.T) {
 	a := &agent{t: t, s: s, session: "flaky"}
 	a.user(false, "#open Work | done\nfact := 1\n!say first")
 	before, calls := state(t, s, "flaky")
-	for status, want := range map[int]int{429: 429, 500: 502, 503: 502} {
+	for status, want := range map[int]int{429: 429, 500: 502, 503: 503} {
 		s.up.failStatus.Store(int32(status))
 		body, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: append(a.history, wire.ChatMessage{Role: "user", Content: wire.StringContent("!say second")})})
 		r := s.do(t, "POST", "/v1/chat/completions", "", "flaky", body)
@@ -570,7 +575,7 @@ func TestFailedRequestsLeaveNothing(t *testing.T) {
 	s := newServer(t, 8000, nil)
 	s.up.failStatus.Store(503)
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"!say hi"}]}`)
-	if r := s.do(t, "POST", "/v1/chat/completions", "", "ghost", body); r.status != 502 {
+	if r := s.do(t, "POST", "/v1/chat/completions", "", "ghost", body); r.status != 503 {
 		t.Fatalf("status %d", r.status)
 	}
 	if r := s.do(t, "GET", "/api/sessions/ghost", "", "", nil); r.status != 404 {
@@ -581,7 +586,7 @@ func TestFailedRequestsLeaveNothing(t *testing.T) {
 	a.user(false, "!say one")
 	s.up.failStatus.Store(503)
 	div, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: []wire.ChatMessage{{Role: "user", Content: wire.StringContent("!say other")}}})
-	if r := s.do(t, "POST", "/v1/chat/completions", "", "x", div); r.status != 502 {
+	if r := s.do(t, "POST", "/v1/chat/completions", "", "x", div); r.status != 503 {
 		t.Fatalf("status %d", r.status)
 	}
 	s.up.failStatus.Store(0)

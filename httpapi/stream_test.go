@@ -178,8 +178,12 @@ var streamCases = []streamCase{
 			s, _ := ev["delta"].(string)
 			return s, ev["type"] == "response.output_text.delta"
 		},
-		end:    func(_ string, ev map[string]any) bool { return ev["type"] == "response.completed" },
-		failed: func(ev map[string]any) bool { return ev["type"] == "error" },
+		end: func(_ string, ev map[string]any) bool { return ev["type"] == "response.completed" },
+		failed: func(ev map[string]any) bool {
+			r, _ := ev["response"].(map[string]any)
+			e, _ := r["error"].(map[string]any)
+			return ev["type"] == "response.failed" && r["status"] == "failed" && e["code"] != nil && e["message"] != nil
+		},
 	},
 	{
 		name: "Messages", path: "/v1/messages",

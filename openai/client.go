@@ -53,7 +53,7 @@ func New(cfg Config) (*Client, error) {
 		http: cfg.HTTPClient,
 		log:  cfg.Logger,
 		retry: httpretry.Policy{MaxRetries: cfg.MaxRetries, MinBackoff: cfg.MinBackoff,
-			MaxBackoff: cfg.MaxBackoff, Timeout: cfg.Timeout},
+			MaxBackoff: cfg.MaxBackoff, Timeout: cfg.Timeout, IdleTimeout: cfg.IdleTimeout},
 		bodies: wire.NewRequestWriter(cfg.RequestCacheBytes),
 	}, nil
 }

@@ -11,10 +11,12 @@ import (
 
 // Defaults of DefaultConfig; New also applies them to zero durations.
 const (
-	DefaultTimeout    = 120 * time.Second
-	DefaultMaxRetries = 3
-	DefaultMinBackoff = 500 * time.Millisecond
-	DefaultMaxBackoff = 20 * time.Second
+	DefaultTimeout = 120 * time.Second
+	// DefaultIdleTimeout is Config.IdleTimeout when it is zero.
+	DefaultIdleTimeout = 60 * time.Second
+	DefaultMaxRetries  = 3
+	DefaultMinBackoff  = 500 * time.Millisecond
+	DefaultMaxBackoff  = 20 * time.Second
 	// DefaultRequestCacheBytes is Config.RequestCacheBytes when it is zero: room for the
 	// latest requests of a few dozen sessions of 10,000 messages.
 	DefaultRequestCacheBytes = 64 << 20
@@ -38,10 +40,14 @@ type Config struct {
 	APIKey string
 	// Model is the model name put in every request body. Required.
 	Model string
-	// Timeout bounds one attempt: for Complete and ListModels the whole exchange, for Stream
-	// the wait for the response headers and every pause between two lines of the stream.
-	// Zero means DefaultTimeout.
+	// Timeout bounds one attempt until its answer starts: for a whole answer the whole
+	// exchange, for a stream the wait for the response headers and the first line. A stream
+	// that has begun is bounded by IdleTimeout instead, however long it runs. Zero means
+	// DefaultTimeout.
 	Timeout time.Duration
+	// IdleTimeout bounds every pause between two lines of a stream that has begun: an upstream
+	// that sends nothing for that long fails the attempt. Zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// MaxRetries is how many times a failed attempt is repeated when the failure may pass
 	// (network errors, timeouts, 408, 409, 429, 5xx). Unlike the other fields, zero is taken
 	// literally: no retries. DefaultConfig sets DefaultMaxRetries.
@@ -68,10 +74,11 @@ type Config struct {
 // caller sets BaseURL, Model and, usually, APIKey.
 func DefaultConfig() Config {
 	return Config{
-		Timeout:    DefaultTimeout,
-		MaxRetries: DefaultMaxRetries,
-		MinBackoff: DefaultMinBackoff,
-		MaxBackoff: DefaultMaxBackoff,
+		Timeout:     DefaultTimeout,
+		IdleTimeout: DefaultIdleTimeout,
+		MaxRetries:  DefaultMaxRetries,
+		MinBackoff:  DefaultMinBackoff,
+		MaxBackoff:  DefaultMaxBackoff,
 	}
 }
 
@@ -79,6 +86,9 @@ func DefaultConfig() Config {
 func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.MinBackoff == 0 {
 		c.MinBackoff = DefaultMinBackoff
@@ -118,7 +128,7 @@ func (c Config) Validate() error {
 	if c.Model == "" {
 		return hippocam.Errorf(hippocam.EINVALID, "openai: model is required")
 	}
-	if c.Timeout < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.MaxRetries < 0 {
+	if c.Timeout < 0 || c.IdleTimeout < 0 || c.MinBackoff < 0 || c.MaxBackoff < 0 || c.MaxRetries < 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "openai: retries, timeout and backoffs must not be negative")
 	}
 	d := c.withDefaults()

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/internal/httpretry"
 	"github.com/hippocam/hippocam/openai/wire"
 )
@@ -124,3 +125,34 @@ func shorten(s string, n int) string {
 // UpstreamStatus returns the provider's HTTP status and the wait it asked for, so that a proxy
 // can answer its own client with the same status and Retry-After without importing this package.
 func (e *StatusError) UpstreamStatus() (int, time.Duration) { return e.Status, e.RetryAfter }
+
+// UpstreamError returns the provider's own error type, code ("" when it gave none) and
+// message, so that a proxy can tell its client the same condition in the client's format.
+func (e *StatusError) UpstreamError() (typ, code, message string) {
+	if e.Body.Error.Code != nil {
+		code = *e.Body.Error.Code
+	}
+	return e.Body.Error.Type, code, e.Body.Error.Message
+}
+
+// StreamError is an error a stream sent after its 200 ({"error":{…}} as a data event): the
+// provider's error, so that a proxy can pass the same condition on (UpstreamError). It unwraps
+// to its *hippocam.Error (EUNAVAILABLE).
+type StreamError struct {
+	Body wire.ErrorBody
+	Err  *hippocam.Error
+}
+
+// Error returns the text of Err.
+func (e *StreamError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *StreamError) Unwrap() error { return e.Err }
+
+// UpstreamError returns the event's error type, code ("" when none) and message.
+func (e *StreamError) UpstreamError() (typ, code, message string) {
+	if e.Body.Code != nil {
+		code = *e.Body.Code
+	}
+	return e.Body.Type, code, e.Body.Message
+}

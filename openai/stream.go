@@ -26,7 +26,7 @@ var _ hippocam.StreamModel = (*Client)(nil)
 //
 // Attempts are repeated, as for Complete, only until the first chunk has reached fn; a stream
 // that breaks after that gives EUNAVAILABLE. Config.Timeout bounds the wait for the headers
-// and every pause between two lines. Errors otherwise as for Complete.
+// and the first line, Config.IdleTimeout every pause after it. Errors otherwise as for Complete.
 func (c *Client) Stream(ctx context.Context, req *hippocam.Request, fn func(wire.ChatChunk) error) (*hippocam.Response, error) {
 	return c.stream(ctx, req, func(ch wire.ChatChunk) (bool, error) {
 		if fn == nil {
@@ -114,11 +114,13 @@ type streamEvent struct {
 }
 
 // readEvents reads the server-sent events of body, decodes each data event as a chunk and
-// gives it to fn, until "[DONE]" or the end of the body. fn reports whether the chunk reached
-// the caller. Read failures and error events before any chunk did are transient; after it they
-// are EUNAVAILABLE, like malformed events.
+// gives it to fn, until "[DONE]" or the end of the body (accepted in place of "[DONE]" only
+// after the finish reason and the usage chunk that follows it). fn reports whether the chunk
+// reached the caller. Read failures, error events and a body that ends too soon are transient
+// before any chunk did; after it they are EUNAVAILABLE (a stream cut short has
+// hippocam.ErrStreamCut as its cause, or ErrTimeout), like malformed events.
 func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) (bool, error)) error {
-	var finished, delivered bool
+	var finished, usage, delivered bool
 	chunks := 0
 	event := func(data []byte) (done bool, err error) {
 		ev := bytes.TrimSpace(data)
@@ -130,7 +132,8 @@ func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) (b
 			return false, unreadable(fmt.Sprintf("stream event %d: %v", chunks+1, err))
 		}
 		if len(se.Error) > 0 && string(se.Error) != "null" {
-			err := hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", parseErrorBody(ev).Error.Message)
+			body := parseErrorBody(ev).Error
+			err := &StreamError{Body: body, Err: hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint failed mid-stream: %s", body.Message)}
 			if !delivered {
 				return false, httpretry.Transient{Err: err} // nothing reached the caller: try again
 			}
@@ -141,21 +144,37 @@ func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) (b
 				finished = true
 			}
 		}
+		usage = usage || (finished && se.Usage != nil)
 		chunks++
 		got, err := fn(se.ChatChunk)
 		delivered = delivered || got
 		return false, err
 	}
 	end := func(rerr error) error {
+		var err error
 		switch {
 		case rerr != io.EOF && !delivered:
 			return httpretry.Transient{Err: rerr}
 		case rerr != io.EOF:
-			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream broke off: %v", a.Explain(rerr))
+			err = a.Explain(rerr)
+			cause := hippocam.ErrStreamCut
+			if errors.Is(err, hippocam.ErrTimeout) {
+				cause = hippocam.ErrTimeout
+			}
+			return &hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: fmt.Sprintf("model stream broke off: %v", err), Cause: cause}
 		case !finished:
-			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model stream ended before the answer was complete")
+			err = &hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: "model stream ended before the answer was complete", Cause: hippocam.ErrStreamCut}
+		case !usage:
+			// The usage chunk, asked for with include_usage, comes after the finish reason:
+			// without it or [DONE], the stream was cut after the answer's last chunk.
+			err = &hippocam.Error{Code: hippocam.EUNAVAILABLE, Message: "model stream ended without [DONE]", Cause: hippocam.ErrStreamCut}
+		default:
+			return nil // a server that leaves out [DONE] but sent everything else
 		}
-		return nil
+		if !delivered {
+			return httpretry.Transient{Err: err} // nothing reached the caller: try again
+		}
+		return err
 	}
 	return httpretry.ReadEvents(body, a, maxStreamBytes, event, end)
 }

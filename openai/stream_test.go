@@ -90,7 +90,8 @@ func TestStream(t *testing.T) {
 			writeEvents(w,
 				`data: {"choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}`+"\n\n",
 				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"id":"c2","function":{"name":"g","arguments":"{\"x\""}}]}}]}`+"\n\n",
-				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]},"finish_reason":"tool_calls"}]}`+"\n\n")
+				`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":":1}"}}]},"finish_reason":"tool_calls"}]}`+"\n\n",
+				`data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\n")
 		}, nil)
 		resp, err := c.Stream(context.Background(), userRequest("x"), nil)
 		if err != nil {
@@ -101,13 +102,14 @@ func TestStream(t *testing.T) {
 			got[1] != (hippocam.ToolCall{ID: "c2", Name: "g", Arguments: `{"x":1}`}) {
 			t.Errorf("tool calls = %+v", got)
 		}
-		if resp.Message.Content != "" || resp.Usage != (hippocam.CallUsage{}) {
+		if resp.Message.Content != "" || resp.Usage != (hippocam.CallUsage{Input: 1, Output: 1}) {
 			t.Errorf("response = %+v", resp)
 		}
 	})
 
 	t.Run("OKSlowButSteady", func(t *testing.T) {
-		// The whole stream takes longer than Timeout, but no pause between lines does.
+		// The whole stream takes longer than Timeout and IdleTimeout together, but no pause between
+		// lines is longer than IdleTimeout.
 		c := MustClient(t, func(w http.ResponseWriter, r *http.Request) {
 			events := []string{}
 			for range 6 {
@@ -120,7 +122,7 @@ func TestStream(t *testing.T) {
 				_, _ = io.WriteString(w, e)
 				w.(http.Flusher).Flush()
 			}
-		}, func(cfg *openai.Config) { cfg.Timeout = 100 * time.Millisecond })
+		}, func(cfg *openai.Config) { cfg.Timeout, cfg.IdleTimeout = 100*time.Millisecond, 100*time.Millisecond })
 		resp, err := c.Stream(context.Background(), userRequest("x"), nil)
 		if err != nil || resp.Message.Content != "xxxxxx" || resp.FinishReason != "stop" {
 			t.Fatalf("resp %+v, err %v", resp, err)
@@ -178,6 +180,11 @@ func TestStream(t *testing.T) {
 		events     []string
 	}{
 		{"ErrTruncated", "ended before", []string{`data: {"choices":[{"index":0,"delta":{"content":"hal"}}]}` + "\n\n"}},
+		// A stream that gave its finish reason, then ended without the usage chunk that follows
+		// it or [DONE], was cut too.
+		{"ErrNoDone", "without [DONE]", []string{
+			`data: {"choices":[{"index":0,"delta":{"content":"hal"}}]}` + "\n\n",
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"}},
 		{"ErrMalformedEvent", "unreadable", []string{`data: {"choices":[{"index":0,` + "\n\n"}},
 		{"ErrErrorEvent", "out of memory", []string{
 			`data: {"choices":[{"index":0,"delta":{"content":"a"}}]}` + "\n\n",
@@ -192,6 +199,9 @@ func TestStream(t *testing.T) {
 			_, err := c.Stream(context.Background(), userRequest("x"), nil)
 			if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want unavailable mentioning %q", err, tt.want)
+			}
+			if cut := strings.HasPrefix(tt.name, "ErrTruncated") || tt.name == "ErrNoDone"; cut != errors.Is(err, hippocam.ErrStreamCut) {
+				t.Errorf("errors.Is(err, ErrStreamCut) = %v, want %v", !cut, cut)
 			}
 			if calls.Load() != 1 {
 				t.Errorf("attempts = %d, want 1", calls.Load())
@@ -209,10 +219,10 @@ func TestStream(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
 			}
-		}, func(cfg *openai.Config) { cfg.Timeout = 50 * time.Millisecond })
+		}, func(cfg *openai.Config) { cfg.Timeout, cfg.IdleTimeout = time.Second, 50*time.Millisecond })
 		start := time.Now()
 		_, err := c.Stream(context.Background(), userRequest("x"), nil)
-		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), "no progress within 50ms") {
+		if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE || !strings.Contains(err.Error(), "no progress within 50ms") || !errors.Is(err, hippocam.ErrTimeout) {
 			t.Fatalf("err = %v, want unavailable after the idle timeout", err)
 		}
 		if calls.Load() != 1 || time.Since(start) > 2*time.Second {

@@ -56,6 +56,13 @@ type ServeCommand struct {
 	WriteTimeout        time.Duration
 	IdleTimeout         time.Duration
 	DetachedStepTimeout time.Duration
+	// UpstreamTimeout bounds one attempt at the upstream until its answer starts (a whole
+	// answer: the whole exchange; a stream: its headers and first line); UpstreamIdleTimeout
+	// bounds each pause of a stream that has begun, which may then run as long as it keeps
+	// coming; UpstreamRetries is how many times a failed attempt is repeated.
+	UpstreamTimeout     time.Duration
+	UpstreamIdleTimeout time.Duration
+	UpstreamRetries     int
 	// JobLease is how long a consolidation job stays with the worker that claimed it without
 	// renewal: a server killed mid-job leaves it to the others (or to itself, restarted) that long.
 	JobLease time.Duration
@@ -126,6 +133,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
 	speculate := fs.Bool("speculate", true, "start the main model's call together with JANUS; it is made again only when JANUS changes the context")
+	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", openai.DefaultTimeout, "the longest an attempt at the upstream may take until its answer starts (a whole answer: all of it; a stream: its first line)")
+	fs.DurationVar(&c.UpstreamIdleTimeout, "upstream-idle-timeout", openai.DefaultIdleTimeout, "the longest pause between two lines of an upstream stream that has begun; a stream that keeps coming is never cut")
+	fs.IntVar(&c.UpstreamRetries, "upstream-retries", openai.DefaultMaxRetries, "how many times a failed upstream attempt is repeated (network errors, timeouts, 408, 409, 429, 5xx; a stream only until its text began)")
 	fs.DurationVar(&c.DetachedStepTimeout, "detached-step-timeout", httpapi.DefaultDetachedStepTimeout, "how long a step may still run after its client went away (it is then committed, and the client's retry gets it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -158,6 +168,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	if c.WriteTimeout <= 0 || c.IdleTimeout <= 0 || c.DetachedStepTimeout <= 0 || c.JobLease <= 0 {
 		return fmt.Errorf("--write-timeout, --idle-timeout, --detached-step-timeout and --job-lease must be positive")
 	}
+	if c.UpstreamTimeout <= 0 || c.UpstreamIdleTimeout <= 0 || c.UpstreamRetries < 0 {
+		return fmt.Errorf("--upstream-timeout and --upstream-idle-timeout must be positive, --upstream-retries at least 0")
+	}
 	return nil
 }
 
@@ -170,6 +183,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	}
 	mcfg := openai.DefaultConfig()
 	mcfg.BaseURL, mcfg.APIKey, mcfg.Model, mcfg.Logger = c.Upstream, c.APIKey, c.Model, log
+	mcfg.Timeout, mcfg.IdleTimeout, mcfg.MaxRetries = c.UpstreamTimeout, c.UpstreamIdleTimeout, c.UpstreamRetries
 	if c.Demo {
 		demo := simClient(tok)
 		mcfg.BaseURL, mcfg.Model, mcfg.HTTPClient = demo.BaseURL, demo.Model, demo.HTTPClient
@@ -182,6 +196,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	if c.UpstreamFormat == "anthropic" {
 		acfg := anthropic.DefaultConfig()
 		acfg.BaseURL, acfg.APIKey, acfg.Model, acfg.Logger, acfg.HTTPClient = mcfg.BaseURL, c.APIKey, mcfg.Model, log, mcfg.HTTPClient
+		acfg.Timeout, acfg.IdleTimeout, acfg.MaxRetries = c.UpstreamTimeout, c.UpstreamIdleTimeout, c.UpstreamRetries
 		if c.Demo {
 			acfg.BaseURL = strings.TrimSuffix(mcfg.BaseURL, "/v1")
 		}

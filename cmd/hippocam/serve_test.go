@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,5 +341,49 @@ func TestServeStreamsAtTheModelsPace(t *testing.T) {
 				t.Errorf("first and last content chunks %v apart; a stream at the model's pace spreads them over some %v", gap, production)
 			}
 		})
+	}
+}
+
+// The upstream's patience is set by flags: --upstream-timeout to an answer's start,
+// --upstream-idle-timeout between two lines of a stream, --upstream-retries; bad values are
+// refused.
+func TestServeUpstreamFlags(t *testing.T) {
+	cmd := &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+	if err := cmd.ParseFlags([]string{"--upstream", "http://127.0.0.1:1/v1"}); err != nil ||
+		cmd.UpstreamTimeout != 120*time.Second || cmd.UpstreamIdleTimeout != 60*time.Second || cmd.UpstreamRetries != 3 {
+		t.Errorf("defaults: %v, timeout %v, idle %v, retries %d", err, cmd.UpstreamTimeout, cmd.UpstreamIdleTimeout, cmd.UpstreamRetries)
+	}
+	for _, bad := range [][]string{{"--upstream-timeout", "0s"}, {"--upstream-idle-timeout", "-1s"}, {"--upstream-retries", "-1"}} {
+		cmd = &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
+		if err := cmd.ParseFlags(append([]string{"--upstream", "http://127.0.0.1:1/v1"}, bad...)); err == nil {
+			t.Errorf("%v was accepted", bad)
+		}
+	}
+
+	// An upstream that never answers the main model: with a 200 ms timeout and one retry the
+	// request fails after two attempts with a 504, well within a second, not minutes.
+	var agentCalls atomic.Int32
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hippocam-Role") == "agent" {
+			agentCalls.Add(1)
+			io.Copy(io.Discard, r.Body) // so that the server sees the client hang up
+			<-r.Context().Done()
+			return
+		}
+		simHandler.ServeHTTP(w, r)
+	}))
+	defer hung.Close()
+	addr := freeAddr(t)
+	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "u.db"), "--upstream", hung.URL+"/v1",
+		"--upstream-timeout", "200ms", "--upstream-retries", "1")
+	began := time.Now()
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"!say hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if took := time.Since(began); resp.StatusCode != http.StatusGatewayTimeout || took > 3*time.Second || agentCalls.Load() != 2 {
+		t.Fatalf("status %d after %v and %d attempts: %s", resp.StatusCode, took, agentCalls.Load(), body)
 	}
 }

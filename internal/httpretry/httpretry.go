@@ -1,7 +1,7 @@
 // Package httpretry is the attempt machinery that Hippocam's model clients (packages openai and
 // anthropic) have in common: a Policy of retries with capped exponential backoff and jitter, an
-// Attempt whose timeout restarts whenever the answer makes progress, the Transient mark for
-// failures that may pass, the reading of a server's Retry-After hints, and Do, the loop that
+// Attempt bounded by one timeout until the answer starts and by an idle timeout after, the
+// Transient mark for failures that may pass, the reading of a server's Retry-After hints, and Do, the loop that
 // repeats an attempt while its failure may pass. Send, ReadBody and ReadEvents carry out one
 // attempt's HTTP exchange and read its answer within that attempt.
 //
@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -43,9 +44,12 @@ type Policy struct {
 	MinBackoff time.Duration
 	// MaxBackoff caps every wait, one the server asked for included.
 	MaxBackoff time.Duration
-	// Timeout is how long an attempt may go without progress (see Attempt.Touch) before its
-	// context ends.
+	// Timeout bounds an attempt until its first progress (see Attempt.Touch): for an answer
+	// read whole, the whole exchange; for a stream, the wait for the headers and the first line.
 	Timeout time.Duration
+	// IdleTimeout bounds every pause after that: a stream may run as long as it keeps making
+	// progress. Zero means Timeout.
+	IdleTimeout time.Duration
 }
 
 // Backoff returns the wait after failed attempt n (counted from 1). A positive retryAfter, the
@@ -155,16 +159,27 @@ type Refusal interface {
 	UpstreamStatus() (status int, retryAfter time.Duration)
 }
 
+// timeoutError is an attempt's failure that its timeout caused: its text is the failure's, and
+// errors.Is finds hippocam.ErrTimeout in it as well as what the failure wraps.
+type timeoutError struct{ err error }
+
+func (e timeoutError) Error() string   { return e.err.Error() }
+func (e timeoutError) Unwrap() []error { return []error{e.err, hippocam.ErrTimeout} }
+
 // errAttemptTimeout is the cause an attempt's context gets when its timeout passes.
 var errAttemptTimeout = errors.New("attempt timed out")
 
-// Attempt is one try of a request. Its context ends with the parent context given to Do, or
-// when Policy.Timeout passes without a call of Touch.
+// Attempt is one try of a request. Its context ends with the parent context given to Do, when
+// Policy.Timeout passes before the first call of Touch, or when Policy.IdleTimeout passes
+// between two calls.
 type Attempt struct {
-	ctx     context.Context
-	timer   *time.Timer
-	timeout time.Duration
-	n       int
+	ctx   context.Context
+	timer *time.Timer
+	idle  time.Duration
+	n     int
+
+	mu    sync.Mutex
+	limit time.Duration // the limit now running: Timeout, then IdleTimeout
 }
 
 // Context returns the context that the attempt's request must be made with.
@@ -173,14 +188,23 @@ func (a *Attempt) Context() context.Context { return a.ctx }
 // Number returns which attempt this is, counted from 1.
 func (a *Attempt) Number() int { return a.n }
 
-// Touch records progress, such as a line of a stream: the timeout starts again from now.
-func (a *Attempt) Touch() { a.timer.Reset(a.timeout) }
+// Touch records progress, such as a line of a stream: from now on the idle timeout runs.
+func (a *Attempt) Touch() {
+	a.mu.Lock()
+	a.limit = a.idle
+	a.mu.Unlock()
+	a.timer.Reset(a.idle)
+}
 
 // Explain returns err with a note in front that the attempt made no progress within its
-// timeout, when that is why the attempt's context ended; otherwise err unchanged.
+// timeout, and hippocam.ErrTimeout in its chain, when that is why the attempt's context ended;
+// otherwise err unchanged.
 func (a *Attempt) Explain(err error) error {
 	if context.Cause(a.ctx) == errAttemptTimeout {
-		return fmt.Errorf("no progress within %v: %w", a.timeout, err)
+		a.mu.Lock()
+		limit := a.limit
+		a.mu.Unlock()
+		return timeoutError{fmt.Errorf("no progress within %v: %w", limit, err)}
 	}
 	return err
 }
@@ -238,8 +262,11 @@ func Do[R Refusal](ctx context.Context, p Policy, log *slog.Logger, op, role str
 // attempt runs try as attempt n, under its own timeout.
 func (p Policy) attempt(ctx context.Context, n int, try func(a *Attempt) error) error {
 	actx, cancel := context.WithCancelCause(ctx)
-	a := &Attempt{ctx: actx, timeout: p.Timeout, n: n}
-	a.timer = time.AfterFunc(a.timeout, func() { cancel(errAttemptTimeout) })
+	a := &Attempt{ctx: actx, idle: p.IdleTimeout, limit: p.Timeout, n: n}
+	if a.idle <= 0 {
+		a.idle = p.Timeout
+	}
+	a.timer = time.AfterFunc(p.Timeout, func() { cancel(errAttemptTimeout) })
 	defer func() {
 		a.timer.Stop()
 		cancel(nil)

@@ -182,7 +182,7 @@ func TestCodeAndRefused(t *testing.T) {
 
 func TestReadEvents(t *testing.T) {
 	body := "event: x\ndata: one\ndata: two\r\n\n: comment\ndata:three"
-	a := &Attempt{timer: time.NewTimer(time.Hour), timeout: time.Hour}
+	a := &Attempt{timer: time.NewTimer(time.Hour), idle: time.Hour}
 	var got []string
 	var ended error
 	err := ReadEvents(strings.NewReader(body), a, 1<<20, func(data []byte) (bool, error) {
@@ -207,4 +207,41 @@ func TestReadEvents(t *testing.T) {
 	if hippocam.ErrorCode(err) != hippocam.EUNAVAILABLE {
 		t.Fatalf("over the limit: err = %v", err)
 	}
+}
+
+// Timeout bounds an attempt until its first sign of progress; from then on only IdleTimeout
+// bounds each pause, so a long stream that keeps making progress runs past Timeout.
+func TestAttemptTimeoutThenIdle(t *testing.T) {
+	p := Policy{Timeout: 60 * time.Millisecond, IdleTimeout: 120 * time.Millisecond}
+	run := func(pauses ...time.Duration) error {
+		return p.attempt(context.Background(), 1, func(a *Attempt) error {
+			for _, d := range pauses {
+				select {
+				case <-time.After(d):
+				case <-a.Context().Done():
+					return a.Explain(context.Cause(a.Context()))
+				}
+				a.Touch()
+			}
+			return nil
+		})
+	}
+	t.Run("OKLongStream", func(t *testing.T) {
+		// 10 ms to the first line, then pauses within the idle limit: 400 ms in all.
+		if err := run(10*time.Millisecond, 80*time.Millisecond, 80*time.Millisecond, 80*time.Millisecond, 80*time.Millisecond, 80*time.Millisecond); err != nil {
+			t.Fatalf("a steady stream failed: %v", err)
+		}
+	})
+	t.Run("ErrFirstByte", func(t *testing.T) {
+		err := run(100 * time.Millisecond)
+		if !errors.Is(err, hippocam.ErrTimeout) || !strings.Contains(err.Error(), "within 60ms") {
+			t.Fatalf("err = %v, want the first-byte timeout", err)
+		}
+	})
+	t.Run("ErrIdle", func(t *testing.T) {
+		err := run(10*time.Millisecond, 200*time.Millisecond)
+		if !errors.Is(err, hippocam.ErrTimeout) || !strings.Contains(err.Error(), "within 120ms") {
+			t.Fatalf("err = %v, want the idle timeout", err)
+		}
+	})
 }

@@ -513,35 +513,35 @@ func (s *ResponseStream) Finish(resp *Response) error {
 	return s.err
 }
 
-// Fail ends the stream with an error event, as the Responses API does when an answer breaks
-// off: {"type":"error","code","message","param":null}, with the same fields also under "error"
-// (the official SDKs read one or the other). No response.completed follows. It returns EINVALID
-// outside Start…Finish and the writer's error when writing fails.
-func (s *ResponseStream) Fail(code, message string) error {
+// Fail ends the stream as the Responses API ends an answer that failed: response.failed with
+// resp as it stood, its status "failed", its error {"code","message"} and the output the stream
+// sent (an item still open is "incomplete"). No response.completed follows. An empty code is
+// "server_error". It returns EINVALID outside Start…Finish and the writer's error when writing
+// fails.
+func (s *ResponseStream) Fail(resp *Response, code, message string) error {
 	if err := s.streaming(); err != nil {
 		return err
 	}
 	if code == "" {
 		code = "server_error"
 	}
+	if s.open {
+		s.open = false
+		idx := len(s.output) - 1
+		it := &s.output[idx]
+		it.Content[len(it.Content)-1].Text += s.text.String()
+		it.Status = "incomplete"
+		s.text.Reset()
+	}
+	failed := *resp
+	failed.Status, failed.Usage = "failed", nil
+	failed.Output = append([]OutputItem(nil), s.output...)
+	failed.Error, _ = json.Marshal(struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, message})
+	s.send(ResponseEvent{Type: "response.failed", Response: &failed})
 	s.state = 2
-	seq := s.seq
-	s.seq++
-	body := struct {
-		Type           string  `json:"type"`
-		SequenceNumber int     `json:"sequence_number"`
-		Code           string  `json:"code"`
-		Message        string  `json:"message"`
-		Param          *string `json:"param"`
-		Error          struct {
-			Type    string  `json:"type"`
-			Code    string  `json:"code"`
-			Message string  `json:"message"`
-			Param   *string `json:"param"`
-		} `json:"error"`
-	}{Type: "error", SequenceNumber: seq, Code: code, Message: message}
-	body.Error.Type, body.Error.Code, body.Error.Message = "server_error", code, message
-	s.write("error", body)
 	return s.err
 }
 

@@ -603,3 +603,44 @@ func TestWriteResponsesError(t *testing.T) {
 		t.Fatalf("empty code: %s", rec.Body)
 	}
 }
+
+// A stream that breaks off ends with response.failed: the response as it stood, status
+// "failed", its error's code and message, the output sent so far; no response.completed.
+func TestResponseStreamFail(t *testing.T) {
+	var buf bytes.Buffer
+	s := wire.NewResponseStream(&buf)
+	start := wire.NewResponse("resp_x", "m", 5, nil, hippocam.CallUsage{}, "")
+	if err := s.Start(&start); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Text("half an ans"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Fail(&start, "context_length_exceeded", "too long"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Text("more"); hippocam.ErrorCode(err) != hippocam.EINVALID {
+		t.Fatalf("Text after Fail: %v", err)
+	}
+	events, err := wire.ReadResponseEvents(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := events[len(events)-1]
+	if last.Type != "response.failed" || last.Response == nil {
+		t.Fatalf("last event %+v, want response.failed with the response", last)
+	}
+	r := last.Response
+	var e struct{ Code, Message string }
+	if err := json.Unmarshal(r.Error, &e); err != nil || r.Status != "failed" || r.ID != "resp_x" || e.Code != "context_length_exceeded" || e.Message != "too long" {
+		t.Fatalf("response %s %s, error %s", r.ID, r.Status, r.Error)
+	}
+	if len(r.Output) != 1 || r.Output[0].Status != "incomplete" || len(r.Output[0].Content) != 1 || r.Output[0].Content[0].Text != "half an ans" {
+		t.Fatalf("output %s", show(r.Output))
+	}
+	for _, ev := range events {
+		if ev.Type == "response.completed" || ev.Type == "error" {
+			t.Fatalf("event %s in a failed stream", ev.Type)
+		}
+	}
+}
