@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/hippocam/hippocam"
@@ -95,7 +97,20 @@ func (s *Server) passThrough(w http.ResponseWriter, r *http.Request, tenant stri
 	// otherwise stop reading the request once the response starts).
 	_ = http.NewResponseController(w).EnableFullDuplex()
 	s.proxy.ServeHTTP(w, r)
+	if rec, ok := w.(*statusRecorder); ok && rec.status >= 400 {
+		// The upstream's own refusal, passed on as it came: logged and counted like Hippocam's.
+		name, _ := headerName(r)
+		s.refused(r, name, refusal{status: rec.status, cause: causeUpstream + strconv.Itoa(rec.status),
+			message: "the upstream answered " + strconv.Itoa(rec.status)}, nil)
+	}
+	// A body the upstream never read (it failed, or answered first) is read out here, while the
+	// handler still owns the connection: in full duplex nothing else may read it afterwards.
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxDrainBytes))
 }
+
+// maxDrainBytes bounds what is read of a passed-through body the upstream left unread; a longer
+// one closes the connection instead.
+const maxDrainBytes = 1 << 20
 
 // proxyError answers a pass-through the upstream did not answer (unreachable, or cut before its
 // headers) with a 502 in the error JSON of the path's format.

@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,6 +22,12 @@ import (
 // newPassServer returns Hippocam with its other /v1 routes passed through to pt's upstream.
 func newPassServer(t *testing.T, pt *httpapi.PassThrough, keys map[string]string) *httptest.Server {
 	t.Helper()
+	return newPassServerLog(t, pt, keys, nil)
+}
+
+// newPassServerLog is newPassServer logging to log (nil: nowhere).
+func newPassServerLog(t *testing.T, pt *httpapi.PassThrough, keys map[string]string, log *slog.Logger) *httptest.Server {
+	t.Helper()
 	model, err := openai.New(openai.Config{BaseURL: pt.BaseURL, Model: "m"})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +36,7 @@ func newPassServer(t *testing.T, pt *httpapi.PassThrough, keys map[string]string
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: inmem.New(), Upstream: model, PassThrough: pt, Keys: keys})
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: inmem.New(), Upstream: model, PassThrough: pt, Keys: keys, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +198,30 @@ func TestPassThroughFailures(t *testing.T) {
 		if resp.StatusCode != c.status || !strings.Contains(string(body), `"error"`) {
 			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, resp.StatusCode, body, c.status)
 		}
+	}
+}
+
+// An upstream's refusal of a passed-through request reaches the client as it came, and is a log
+// line like Hippocam's own refusals.
+func TestPassThroughRefusalLogged(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"error":{"message":"no such file"}}`)
+	}))
+	t.Cleanup(up.Close)
+	var logs bytes.Buffer
+	hs := newPassServerLog(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1"}, nil, slog.New(slog.NewJSONHandler(&logs, nil)))
+	resp, err := http.Get(hs.URL + "/v1/files/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(body), "no such file") {
+		t.Fatalf("got %d %s, want the upstream's 404", resp.StatusCode, body)
+	}
+	if line := logs.String(); !strings.Contains(line, `"msg":"request refused"`) || !strings.Contains(line, `"cause":"upstream_404"`) ||
+		!strings.Contains(line, `"path":"/v1/files/nope"`) || !strings.Contains(line, `"route":"passthrough"`) {
+		t.Errorf("log %q: want a refusal line with cause upstream_404, the path and the route", line)
 	}
 }

@@ -136,8 +136,12 @@ func (s *Server) routes() {
 	s.handle("POST /v1/responses/input_tokens", "input_tokens", s.countInputTokens)
 	s.handle("POST /v1/responses/compact", "compact", s.compact) // compact.go
 	s.handle("GET /v1/responses/{id}", "response", s.getResponse)
+	other := "unknown" // what the metrics and logs call the /v1 routes Hippocam does not serve
+	if s.proxy != nil {
+		other = "passthrough"
+	}
 	for _, method := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		s.handle(method+" /v1/", "passthrough", s.passThrough) // passthrough.go: to the upstream, else a 404
+		s.handle(method+" /v1/", other, s.passThrough) // passthrough.go: to the upstream, else a 404
 		s.handle(method+" /api/", "unknown", s.missing)
 	}
 	s.handle("GET /v1/models", "models", s.models)
