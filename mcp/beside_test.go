@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam/mcp"
 	"github.com/hippocam/hippocam/sessions"
@@ -71,4 +72,37 @@ func TestBesideServe(t *testing.T) {
 	if len(listed.Sessions) != tasks+1 {
 		t.Fatalf("the MCP side lists %d sessions, want %d", len(listed.Sessions), tasks+1)
 	}
+}
+
+// Beside another process: what the other process's service commits to the shared file is not
+// told to this process's service, but Watch reads it from the store and notifies it: a new
+// session, its steps, a cluster's update.
+func TestWatchBeside(t *testing.T) {
+	w := newWorld(t)
+	db2, _, srv2 := newStack(t, w.path, sessions.LearnRouted, -1)
+	m2, err := srv2.MCP(mcp.Config{Version: "beside", WaitForUpdates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2 := &world{t: t, path: w.path, store: db2, mcp: m2}
+	wa := w2.watch("acme", "2025-11-25")
+	uri := fmt.Sprintf(expandOf, "visit")
+	wa.subscribe(uri, false)
+	wa.subscribe(mcp.LessonsURI, false)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := w.agent("acme", "visit") // serve's side
+	a.say(taskText)
+	wa.quiet(uri) // the other process's step: not told without Watch
+	go m2.Watch(ctx, "acme", 20*time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // the first reading
+	a.say("!say more")
+	wa.expect(uri)
+	w.agent("acme", "visit-2").say("!say hello")
+	wa.expectList()
+	if _, err := w.svc.EndTask(ctx, "acme", "visit", sessions.Outcome{Feedback: "feedback: greeting = formal wrong"}, true); err != nil {
+		t.Fatal(err)
+	}
+	wa.expect(mcp.LessonsURI)
 }

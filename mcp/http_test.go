@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,7 +72,8 @@ func TestHTTPTenantPerRequest(t *testing.T) {
 
 // A missing or wrong key is the 401 every endpoint gives, before MCP reads the request: the same
 // body, and nothing of any tenant in it. GET and DELETE are authenticated too; the stateless
-// server keeps no session for them to act on.
+// server keeps no session for DELETE to end (a GET opens the tenant's notification stream:
+// TestHTTPStream).
 func TestHTTPUnauthorized(t *testing.T) {
 	w := newWorld(t)
 	w.shopSession("acme", "ours")
@@ -88,7 +90,7 @@ func TestHTTPUnauthorized(t *testing.T) {
 		{"POST", "Bearer", list, 401},
 		{"GET", "", "", 401},
 		{"DELETE", "k-wrong", "", 401},
-		{"GET", "k-acme", "", 405},
+		{"DELETE", "k-acme", "", 405},
 		{"POST", "k-acme", list, 200},
 	} {
 		req, _ := http.NewRequest(c.method, w.http.URL+"/mcp", strings.NewReader(c.body))
@@ -113,5 +115,112 @@ func TestHTTPUnauthorized(t *testing.T) {
 		case c.status == 200 && !strings.Contains(string(body), "ours"):
 			t.Errorf("an authenticated call without initialization: %s", body)
 		}
+	}
+}
+
+// A client of the session protocol (2025-11-25) over /mcp subscribes by a request that is its
+// own exchange, and hears of changes on the GET stream it opens: every change of its key's
+// tenant, never another's. A GET under a Host that is not the loopback one it arrived on is
+// refused (DNS rebinding), as the SDK refuses other methods.
+func TestHTTPStream(t *testing.T) {
+	w := newWorld(t)
+	wa, c := newWatcher(t)
+	keys := &keyTransport{}
+	keys.key.Store("k-acme")
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: w.http.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: keys}, MaxRetries: -1}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	wa.cs = cs
+	uri := "hippocam://sessions/visit/expand"
+	wa.subscribe(uri, false)
+
+	// A raw stream of the other tenant, read beside.
+	req, _ := http.NewRequest("GET", w.http.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer k-other")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET /mcp: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	otherGot := make(chan string, 10)
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := resp.Body.Read(b)
+			if n > 0 {
+				otherGot <- string(b[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	time.Sleep(200 * time.Millisecond) // the client's GET stream opens after initialization
+	a := w.agent("acme", "visit")
+	a.say("!say hello")
+	wa.expectList()
+	wa.expect(uri)
+	a.say("!say more")
+	wa.expect(uri)
+	select {
+	case got := <-otherGot:
+		t.Fatalf("the other tenant's stream got %q", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	// DNS rebinding: a loopback server reached under another name.
+	req, _ = http.NewRequest("GET", w.http.URL+"/mcp", nil)
+	req.Host = "evil.example"
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer k-acme")
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != http.StatusForbidden {
+		t.Fatalf("GET /mcp under Host evil.example: %d, want 403", resp2.StatusCode)
+	}
+}
+
+// The long-lived answers of /mcp (a GET stream, a subscriptions/listen) end when the HTTP server
+// shuts down, so that its Shutdown, which waits for every request, returns.
+func TestHTTPShutdown(t *testing.T) {
+	w := newWorld(t)
+	wa, c := newWatcher(t)
+	keys := &keyTransport{}
+	keys.key.Store("k-acme")
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: w.http.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: keys}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	wa.cs = cs
+	wa.ack() // its listen is open
+	req, _ := http.NewRequest("GET", w.http.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Authorization", "Bearer k-acme")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /mcp: %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := w.http.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with MCP streams open: %v after %v", err, time.Since(began))
 	}
 }

@@ -22,7 +22,15 @@
 //
 // Resources: hippocam://lessons.md (the lessons file, as GET /api/lessons/export serves it) and
 // hippocam://sessions/{id}/expand (a session's expansion, as GET /api/sessions/{id}/expand
-// serves it), a template whose instances, one per session of the tenant, are listed too.
+// serves it), a template whose instances, one per session of the tenant, are listed too. The
+// template's id completes to the tenant's session ids (completion/complete: complete.go).
+//
+// Subscriptions (notify.go). A client may subscribe to any resource (resources/subscribe, or a
+// subscriptions/listen stream in the stateless protocol) and is told when it changes; every
+// client of a tenant is told when the list of resources changes (a session created or deleted).
+// What changed is told by the session service (sessions.Service.ObserveChanges), so a server
+// hears of the changes its own process commits; Watch reads the store for other processes'.
+// Over stateless HTTP, a GET stream carries every notification of its tenant (stream.go).
 //
 // Tenants. An MCP server belongs to one tenant (Server.For): every call reads and writes that
 // tenant's sessions and clusters only. A session of another tenant and one that does not exist
@@ -92,7 +100,11 @@ type Server struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	tenants map[string]*sdk.Server
+	tenants map[string]*tenantServer
+	notes   notifier
+	streams streams // the GET streams of /mcp
+	ending  ending  // ends them, and listens, at the HTTP server's shutdown
+	stop    func()  // stops observing the session service
 }
 
 // New returns a server. EINVALID when the store, the session service or the views are missing.
@@ -112,31 +124,48 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, tenants: map[string]*sdk.Server{}}, nil
+	s := &Server{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenantServer{}}
+	s.stop = cfg.Sessions.ObserveChanges(s.changed)
+	return s, nil
 }
+
+// Close stops the server's change notifications: it no longer observes the session service.
+// Connections already served go on; it does not end them.
+func (s *Server) Close() { s.stop() }
 
 // For returns the MCP server of one tenant: its tools and resources read and write only that
 // tenant's sessions and clusters. The same tenant always gets the same server.
 func (s *Server) For(tenant string) *sdk.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if srv, ok := s.tenants[tenant]; ok {
-		return srv
+	if t, ok := s.tenants[tenant]; ok {
+		return t.srv
 	}
-	srv := sdk.NewServer(&sdk.Implementation{Name: "hippocam", Title: "Hippocam", Version: s.cfg.Version}, &sdk.ServerOptions{
+	t := &tenantServer{Server: s, tenant: tenant}
+	t.srv = sdk.NewServer(&sdk.Implementation{Name: "hippocam", Title: "Hippocam", Version: s.cfg.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
 		Logger:       s.log,
-		// No logging capability: the server sends no log messages to the client.
+		// No logging capability: the server sends no log messages to the client. The SDK adds
+		// resources (listChanged, subscribe) and completions from what is set here.
 		Capabilities: &sdk.ServerCapabilities{},
 		// Lists and resources are the tenant's own: no shared cache may keep them.
-		SetCacheable: func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
+		SetCacheable:       func(_ context.Context, _ sdk.Request, c *sdk.Cacheable) { c.CacheScope = "private" },
+		CompletionHandler:  t.complete,
+		SubscribeHandler:   t.subscribe,
+		UnsubscribeHandler: t.unsubscribe,
 	})
-	t := &tenantServer{Server: s, tenant: tenant}
-	srv.AddReceivingMiddleware(argumentErrors)
-	t.addTools(srv)
-	t.addResources(srv)
-	s.tenants[tenant] = srv
-	return srv
+	t.srv.AddReceivingMiddleware(argumentErrors)
+	t.addTools(t.srv)
+	t.addResources(t.srv)
+	s.tenants[tenant] = t
+	return t.srv
+}
+
+// server returns the tenant's server if For made it, nil otherwise.
+func (s *Server) server(tenant string) *tenantServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tenants[tenant]
 }
 
 // instructions tell an MCP client's model what the server is for.
@@ -158,6 +187,7 @@ const (
 type tenantServer struct {
 	*Server
 	tenant string
+	srv    *sdk.Server
 }
 
 // tenantKey carries the tenant of an HTTP request to HTTPHandler.

@@ -17,15 +17,20 @@ const (
 )
 
 func (t *tenantServer) addResources(srv *sdk.Server) {
-	srv.AddResource(&sdk.Resource{URI: LessonsURI, Name: "lessons.md", Title: "Lessons file", MIMEType: "text/markdown",
-		Description: "Every lesson learning across tasks keeps, in force or superseded, with its conditions, evidence, provenance " +
-			"and history, as the Markdown lessons file Hippocam exports and imports."}, t.readLessons)
+	t.addLessons(srv)
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: ExpandTemplate, Name: "session-expansion", Title: "Session expansion",
 		MIMEType: "application/json",
 		Description: "Every original message of a session, in order, as JSON: what the agent, its user and its tools sent and what " +
 			"the model answered, however deep Hippocam has archived it."}, t.readExpansion)
 	// A template cannot list its instances: the tenant's sessions join the list of resources.
 	srv.AddReceivingMiddleware(t.listSessionResources)
+}
+
+// addLessons adds the lessons file (again: notify.go).
+func (t *tenantServer) addLessons(srv *sdk.Server) {
+	srv.AddResource(&sdk.Resource{URI: LessonsURI, Name: "lessons.md", Title: "Lessons file", MIMEType: "text/markdown",
+		Description: "Every lesson learning across tasks keeps, in force or superseded, with its conditions, evidence, provenance " +
+			"and history, as the Markdown lessons file Hippocam exports and imports."}, t.readLessons)
 }
 
 func (t *tenantServer) readLessons(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,14 +94,34 @@ func (nopWriteCloser) Close() error { return nil }
 // (WithTenant: the caller authenticates every request first; a request without a tenant is a
 // 400). It runs stateless: every HTTP request is one exchange with the server of the tenant it
 // was authenticated as, so an MCP session id never carries a tenant from one request to the
-// next, and any replica can answer any request. Answers are JSON (no event streams: the server
-// sends nothing unasked). Bodies are bounded by maxBody bytes.
+// next, and any replica can answer any request. Answers are JSON, but for subscriptions/listen
+// (an event stream of its notifications). A GET that accepts an event stream opens the
+// tenant's notification stream (stream.go); DELETE is 405. Both streams end when the HTTP server
+// that serves them shuts down. Bodies are bounded by maxBody bytes.
 func (s *Server) HTTPHandler(maxBody int64) http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+	h := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		tenant, ok := tenantOf(r.Context())
 		if !ok {
 			return nil
 		}
 		return s.For(tenant)
 	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBody})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ending.watch(r)
+		tenant, ok := tenantOf(r.Context())
+		if r.Method != http.MethodGet || !ok || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			if isListen(r, maxBody) {
+				var stop func()
+				r, stop = s.ending.untilEnding(r)
+				defer stop()
+			}
+			h.ServeHTTP(w, r)
+			return
+		}
+		if rebinding(r) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+		s.serveStream(w, r, tenant)
+	})
 }

@@ -281,6 +281,7 @@ func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) (*engine.Res
 		return nil, err
 	}
 	s.cache.put(next)
+	s.changed(SessionUpdated, j.Tenant, j.Session, "")
 	s.log.Debug("consolidated after the answer", logTenant, j.Tenant, logSession, j.Session,
 		"intent", res.IntentConsolidations, "prefix", res.PrefixConsolidations, "reinforced", res.Reinforced)
 	return res, nil

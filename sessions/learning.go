@@ -195,6 +195,7 @@ func (s *Service) ensureClusterID(ctx context.Context, h *history, id, system, s
 		}
 		return s.cfg.Store.Cluster(ctx, tenant, id) // created at the same moment by another task
 	}
+	s.changed(ClusterChanged, tenant, "", id)
 	return c, nil
 }
 
@@ -256,6 +257,7 @@ func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wai
 	}
 	s.cache.put(next)
 	unlock()
+	s.changed(SessionUpdated, tenant, id, "")
 	if len(ch.Jobs) > 0 {
 		if wait {
 			if err := s.learnFrom(ctx, tenant, id); err != nil {
@@ -341,6 +343,7 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	s.stats.learned.Add(1)
+	s.changed(ClusterChanged, tenant, "", tl.Cluster)
 	if sys.Name() == lessons.Name {
 		if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
 			if ev, err := lessons.Events(before, c.State); err == nil {
@@ -388,6 +391,7 @@ func (s *Service) LearnTask(ctx context.Context, tenant, key string) (int, error
 		}
 		if changed {
 			n++
+			s.changed(ClusterChanged, tenant, "", c.ID)
 		}
 	}
 	return n, nil

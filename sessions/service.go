@@ -96,6 +96,7 @@ type Service struct {
 	running running       // lock keys held by running jobs
 	stats   stats
 	observe func(*engine.Result, error) // ObserveJobs
+	changes observers                   // ObserveChanges
 }
 
 // New returns a service. EINVALID when the engine or the store is missing.
@@ -621,6 +622,11 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	}
 	s.cache.put(next)
 	s.count(res)
+	if p.fresh {
+		s.changed(SessionCreated, h.Tenant, next.ID, "")
+	} else {
+		s.changed(SessionUpdated, h.Tenant, next.ID, "")
+	}
 	if len(res.Change.Jobs) > 0 {
 		s.kick()
 	}
@@ -687,11 +693,16 @@ func (s *Service) Delete(ctx context.Context, tenant, id string) error {
 	s.cache.drop(tenant, id)
 	err := s.cfg.Store.DeleteSession(ctx, tenant, id)
 	s.cache.drop(tenant, id)
+	if err == nil {
+		s.changed(SessionDeleted, tenant, id, "")
+	}
 	if err == nil && len(s.cfg.Systems) > 0 {
 		// Retention: what the session taught a cluster leaves it too (docs/learning.md).
 		kept, ferr := learn.Forget(ctx, s.cfg.Store, s.cfg.Systems, tenant, []string{id})
 		if ferr != nil {
 			s.log.Warn("learning: removing a deleted session from its clusters failed", logTenant, tenant, logSession, id, "error", ferr)
+		} else {
+			s.changed(ClusterChanged, tenant, "", "") // the clusters it taught, if any, forgot it
 		}
 		if len(kept) > 0 {
 			s.log.Warn("learning: clusters whose system cannot forget still hold the deleted session", logTenant, tenant, logSession, id, "clusters", kept)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/anthropic"
@@ -28,7 +29,8 @@ import (
 // mode with a busy timeout, every change a version-checked transaction. It proxies nothing and
 // runs no consolidation jobs; with learning on it calls the model for routing (get_advisory) and
 // runs an outcome's cluster update before it answers (report_outcome); with learning off an
-// outcome's update is left queued for serve's workers.
+// outcome's update is left queued for serve's workers. Subscribed clients are notified of its
+// own changes at once, and of other processes' every --watch.
 type McpCommand struct {
 	DB     string
 	Tenant string
@@ -45,6 +47,9 @@ type McpCommand struct {
 	// SQLiteSynchronous as for serve.
 	SQLiteSynchronous string
 	LogJSON           bool
+	// Watch is how often the store is read for what other processes (a serve beside) changed,
+	// to notify subscribed clients of it; 0 reads it never.
+	Watch time.Duration
 
 	// Stdin is read for requests (os.Stdin when nil); Stdout carries nothing but MCP; logs go
 	// to Stderr.
@@ -72,6 +77,7 @@ func (c *McpCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated, as serve's")
 	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of an advisory (default W/4)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL or NORMAL, as serve's")
+	fs.DurationVar(&c.Watch, "watch", 2*time.Second, "how often to read the store for changes other processes (a serve beside) made, to notify subscribed clients; 0: never")
 	fs.BoolVar(&c.LogJSON, "log-json", os.Getenv("HIPPOCAM_LOG_JSON") != "", "log JSON lines to stderr instead of text (env HIPPOCAM_LOG_JSON)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -133,6 +139,7 @@ func (c *McpCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer m.Close()
 	in := c.Stdin
 	if in == nil {
 		in = os.Stdin
@@ -143,6 +150,11 @@ func (c *McpCommand) Run(ctx context.Context) error {
 		if clusters, err := c.store.Clusters(ctx, c.Tenant); err == nil && len(clusters) == 0 {
 			log.Warn("the tenant holds no session and no cluster in this store: is --tenant the name serve's --keys file gives it?", "tenant", c.Tenant, "store", c.DB)
 		}
+	}
+	if c.Watch > 0 {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go m.Watch(wctx, c.Tenant, c.Watch)
 	}
 	return m.ServeStdio(ctx, c.Tenant, in, c.Stdout)
 }
