@@ -164,13 +164,9 @@ func TestClaudeCode(t *testing.T) { testAgentCLI(t, claudeCode) }
 
 // TestCodex drives Codex through Hippocam: a one-shot answer, its `exec resume --last`, and a
 // round trip through its exec tool (JavaScript calling exec_command), each conversation one
-// Hippocam session.
-//
-// Red until Hippocam offers the model the tools of Codex's `additional_tools` input item (its
-// default model sends its tools there, not in `tools`): today the item is left out of the
-// upstream request (Hippocam-Omitted-Items), so the model's call of functions__exec comes back as
-// an unknown function, and the item is stored as an empty assistant turn ahead of the
-// conversation.
+// Hippocam session. Codex's default model declares its tools in an `additional_tools` input
+// item, not in `tools`: the model is offered them through it, and its call of functions__exec
+// must come back as the custom_tool_call Codex runs.
 func TestCodex(t *testing.T) { testAgentCLI(t, codex) }
 
 // TestOpencode drives opencode through Hippocam: a one-shot answer, its --continue, and a round
