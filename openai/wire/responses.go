@@ -169,12 +169,15 @@ type InputAudio struct {
 //
 // Items of other types than message, function_call, custom_tool_call and their outputs
 // (reasoning, web_search_call, mcp_call, compaction…) are kept opaque, byte for byte: like a
-// reasoning item, each rides as a Part of its own type on the assistant turn it belongs to.
+// reasoning item, each rides as a Part of its own type on the assistant turn it belongs to. An
+// additional_tools item (Codex declares its tools so) adds its tools to the request's and is
+// kept as a message that only declares tools (hippocam.PartTools), where it stands.
 //
 // It returns EINVALID, naming where (e.g. `input[3].content[0]: unknown content part type
 // "nonsense"`), for text CheckText refuses, a body that is not a JSON object of the right shape,
 // an empty input, unknown part types, unknown roles, a tool without a type, a function or
-// custom tool without a name, a namespace without a name or holding other tools, a call item
+// custom tool without a name, a namespace without a name or holding other tools (in "tools" or
+// in an additional_tools item, which also needs its tools array), a call item
 // without call_id or name, an output item without call_id or output, an item_reference, and a
 // tool_choice that is an unknown string or an object without a type or a needed name.
 func ReadResponsesRequest(body []byte) (*hippocam.Conversation, error) {
