@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,8 +210,8 @@ func TestPassThroughRefusalLogged(t *testing.T) {
 		io.WriteString(w, `{"error":{"message":"no such file"}}`)
 	}))
 	t.Cleanup(up.Close)
-	var logs bytes.Buffer
-	hs := newPassServerLog(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1"}, nil, slog.New(slog.NewJSONHandler(&logs, nil)))
+	logs := &lockedBuffer{}
+	hs := newPassServerLog(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1"}, nil, slog.New(slog.NewJSONHandler(logs, nil)))
 	resp, err := http.Get(hs.URL + "/v1/files/nope")
 	if err != nil {
 		t.Fatal(err)
@@ -220,8 +221,33 @@ func TestPassThroughRefusalLogged(t *testing.T) {
 	if resp.StatusCode != 404 || !strings.Contains(string(body), "no such file") {
 		t.Fatalf("got %d %s, want the upstream's 404", resp.StatusCode, body)
 	}
-	if line := logs.String(); !strings.Contains(line, `"msg":"request refused"`) || !strings.Contains(line, `"cause":"upstream_404"`) ||
+	// The line is written once the answer has gone out: give the handler a moment to finish.
+	var line string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if line = logs.String(); line != "" {
+			break
+		}
+	}
+	if !strings.Contains(line, `"msg":"request refused"`) || !strings.Contains(line, `"cause":"upstream_404"`) ||
 		!strings.Contains(line, `"path":"/v1/files/nope"`) || !strings.Contains(line, `"route":"passthrough"`) {
 		t.Errorf("log %q: want a refusal line with cause upstream_404, the path and the route", line)
 	}
+}
+
+// lockedBuffer is a bytes.Buffer a handler may write while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
