@@ -86,6 +86,11 @@ func (r *request) reviewStart(lo, hi int, instruction string) (from int, said bo
 				}
 			}
 		}
+		for i := hi - 1; i >= lo; i-- {
+			if q.matchesWithin(&r.msgs[i]) {
+				return i, true, nil
+			}
+		}
 		return 0, false, hippocam.Errorf(hippocam.EINVALID, "janus request: no message matches the review start line %q", s)
 	}
 	return 0, false, nil

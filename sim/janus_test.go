@@ -90,6 +90,16 @@ func TestJanusReviewStartUnmatched(t *testing.T) {
 	}
 }
 
+// Messages an Anthropic upstream got as one turn (an agent's context note and its request, sent
+// one after the other) read back as one: a review start quoting the second still finds it.
+func TestJanusReviewStartInMergedTurn(t *testing.T) {
+	instruction := "Evaluate.\n" + engine.ReviewStartPrefix + `latest user message above that reads "#open T | t holds"`
+	out := janusCall(t, mustModel(t), instruction, user("<environment_context>linux</environment_context>\n#open T | t holds"))
+	if len(out.Open) != 1 || out.Open[0].Label != "T" {
+		t.Fatalf("open %+v, want T", out.Open)
+	}
+}
+
 // Directives of several unreviewed steps: an intent opened and closed again meanwhile cancels
 // out, since one answer closes before it opens; everything else is emitted in order.
 func TestJanusOpenThenCloseCancel(t *testing.T) {

@@ -155,6 +155,23 @@ func (q spanQuote) matches(m *hippocam.Message) bool {
 	return strings.HasPrefix(text, q.text)
 }
 
+// matchesWithin reports whether a quote of text names a message that m holds after its first
+// line. An Anthropic upstream gets consecutive messages of one role as one turn, which reads back
+// as one message, their texts a line apart; a quote of a later one names that turn. Only a quote
+// no message matches as a whole is looked for this way.
+func (q spanQuote) matchesWithin(m *hippocam.Message) bool {
+	if engine.SpanRole(m.Role) != q.role || (q.how != engine.SpanBegins && q.how != engine.SpanReads) {
+		return false
+	}
+	lines := strings.Split(m.Content, "\n")
+	for k := 1; k < len(lines); k++ {
+		if strings.HasPrefix(strings.Join(strings.Fields(strings.Join(lines[k:], "\n")), " "), q.text) {
+			return true
+		}
+	}
+	return false
+}
+
 // readSpan reads the span's start and end lines from an instruction; ok is false when it names
 // no span (the whole material is the span). A start line without an end line, or a line that
 // does not parse, is an error.
