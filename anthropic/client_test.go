@@ -266,6 +266,12 @@ func TestClientMidConversationSystem(t *testing.T) {
 				`{"role":"user","content":[{"type":"text","text":"r","cache_control":{"type":"ephemeral"}}]},` +
 				`{"role":"system","content":[{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
 			""},
+		// Hippocam's own calls never carry the client's betas: a system turn the client sent
+		// reaches them as user text, which every Messages endpoint takes.
+		{"SentSoRoleCall", nil,
+			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},` +
+				`{"role":"user","content":[{"type":"text","text":"r"},{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
+			""},
 		{"NoBeta", nil,
 			`[{"role":"user","content":[{"type":"text","text":"q"}]},{"role":"assistant","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]},` +
 				`{"role":"user","content":[{"type":"text","text":"r"},{"type":"text","text":"Plan mode.","cache_control":{"type":"ephemeral"}}]}]`,
@@ -276,11 +282,15 @@ func TestClientMidConversationSystem(t *testing.T) {
 				up := newUpstream(t, reply(200, okAnswer), sse(evStart, evStop))
 				cl := newClient(t, up.srv.URL)
 				in := msgs
-				if c.name == "SentSo" {
+				if strings.HasPrefix(c.name, "SentSo") {
 					in = slices.Clone(msgs)
 					in[4].Origin = &hippocam.Origin{Format: hippocam.FormatAnthropic, Raw: `{"role":"system","content":"Plan mode."}`}
 				}
-				req := &hippocam.Request{Role: hippocam.CallAgent, Messages: in, Betas: c.betas}
+				role := hippocam.CallAgent
+				if c.name == "SentSoRoleCall" {
+					role = hippocam.CallPalim
+				}
+				req := &hippocam.Request{Role: role, Messages: in, Betas: c.betas}
 				var err error
 				if stream {
 					_, err = cl.Stream(context.Background(), req, nil)

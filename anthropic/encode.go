@@ -16,11 +16,12 @@ import (
 // How the client renders a hippocam.Request (Complete and Stream):
 //
 //   - Messages that only declare tools (hippocam.Message.DeclaresTools) are left out: their
-//     tools are the request's. Leading system messages become "system", one text block each. A system message later in
-//     the conversation becomes a system turn in its place (its text as one block) when it
-//     arrived as one (an Anthropic client sent it so, whether or not it named
-//     BetaMidConversationSystem) or the request carries that beta; else user text, since the
-//     format has no such turn for a client that never used one.
+//     tools are the request's. Leading system messages become "system", one text block each.
+//     A system message later in the conversation becomes a system turn in its place (its text
+//     as one block) when the request carries BetaMidConversationSystem, or when it is the
+//     agent's own call and the message arrived as such a turn (an Anthropic client sent it so,
+//     whether or not it named the beta); else user text. Hippocam's own calls (JANUS, PRECIP,
+//     PALIM) carry no client betas, so they always get user text.
 //   - Tool messages become tool_result blocks of a user turn (content the text, or the text and
 //     the parts as blocks; is_error when the message has a PartToolError part). Consecutive
 //     messages of one role share one turn, so tool results and the user text that follows them
@@ -79,7 +80,8 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		}
 		msgs = msgs[1:]
 	}
-	wr.Messages = c.turns(msgs, slices.Contains(req.Betas, BetaMidConversationSystem))
+	agent := req.Role == "" || req.Role == hippocam.CallAgent
+	wr.Messages = c.turns(msgs, slices.Contains(req.Betas, BetaMidConversationSystem), agent)
 	if len(wr.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
 	}
@@ -121,9 +123,10 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	return wr, nil
 }
 
-// turns renders the conversation after the system prompt as user and assistant turns, and, when
-// systemTurns is set, its system messages as system turns in their place.
-func (c *Client) turns(msgs []hippocam.Message, systemTurns bool) []Message {
+// turns renders the conversation after the system prompt as user and assistant turns, and its
+// system messages as system turns in their place when systemTurns is set (the request names the
+// beta), or when agent is (the agent's own call) and the message arrived as an Anthropic one.
+func (c *Client) turns(msgs []hippocam.Message, systemTurns, agent bool) []Message {
 	var out []Message
 	for i := range msgs {
 		m := &msgs[i]
@@ -132,7 +135,7 @@ func (c *Client) turns(msgs []hippocam.Message, systemTurns bool) []Message {
 			out = addTurn(out, roleAssistant, c.assistantBlocks(m))
 		case m.Role == hippocam.RoleTool:
 			out = addTurn(out, roleUser, []Block{c.toolResult(m)})
-		case m.Role == hippocam.RoleSystem && len(out) > 0 && (systemTurns || m.Origin != nil && m.Origin.Format == hippocam.FormatAnthropic):
+		case m.Role == hippocam.RoleSystem && len(out) > 0 && (systemTurns || agent && m.Origin != nil && m.Origin.Format == hippocam.FormatAnthropic):
 			if !blank(m.Content) {
 				out = addTurn(out, roleSystem, []Block{{Type: BlockText, Text: m.Content}})
 			}
