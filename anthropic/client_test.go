@@ -186,7 +186,7 @@ func TestClientRequestMapping(t *testing.T) {
 	    {"name":"read","description":"Read a file","input_schema":{"type":"object","properties":{"p":{"type":"string"}}}},
 	    {"name":"list","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}],
 	  "tool_choice": {"type":"any","disable_parallel_tool_use":true},
-	  "temperature": 1, "top_p": 0.9, "stop_sequences": ["END"]
+	  "temperature": 1, "stop_sequences": ["END"]
 	}`
 	if got := hippocam.CanonicalJSON(string(up.bodies[0])); got != hippocam.CanonicalJSON(want) {
 		t.Errorf("request body:\n got %s\nwant %s", got, hippocam.CanonicalJSON(want))

@@ -38,6 +38,8 @@ var (
 		Becomes: "`temperature`, capped at 1"}
 	parallel = params.Rule{Field: "parallel_tool_calls", Action: params.Translate, Translate: parallelToolUse,
 		Becomes: "`false` as `tool_choice.disable_parallel_tool_use`"}
+	topP = params.Rule{Field: "top_p", Action: params.Translate, Translate: topPAlone,
+		Becomes: "`top_p`, unless `temperature` is set too (recent Claude models take one of the two)"}
 	user = params.Rule{Field: "user", Action: params.Translate, Translate: userID,
 		Becomes: "`metadata.user_id`"}
 	serviceTier = params.Rule{Field: "service_tier", Action: params.Translate, Translate: openaiServiceTier,
@@ -57,8 +59,7 @@ var fromMessages = &params.Table{From: hippocam.FormatAnthropic, To: hippocam.Fo
 // is left out.
 var fromChat = &params.Table{From: hippocam.FormatChat, To: hippocam.FormatAnthropic, Rules: params.Join(
 	[]params.Rule{limit("max_tokens"), limit("max_completion_tokens")},
-	[]params.Rule{temperature},
-	params.Kept("top_p"),
+	[]params.Rule{temperature, topP},
 	[]params.Rule{
 		{Field: "stop", Action: params.Translate, Translate: stopSequencesOf, Becomes: "`stop_sequences`"},
 		parallel, user, serviceTier,
@@ -72,8 +73,7 @@ var fromChat = &params.Table{From: hippocam.FormatChat, To: hippocam.FormatAnthr
 // fromResponses: as from chat; the stateful features of a Responses server are left out.
 var fromResponses = &params.Table{From: hippocam.FormatResponses, To: hippocam.FormatAnthropic, Rules: params.Join(
 	[]params.Rule{limit("max_output_tokens")},
-	[]params.Rule{temperature},
-	params.Kept("top_p"),
+	[]params.Rule{temperature, topP},
 	[]params.Rule{parallel, user, serviceTier},
 	params.Dropped("metadata", "text", "reasoning", "truncation", "include", "background",
 		"conversation", "prompt", "max_tool_calls", "top_logprobs", "client_metadata",
@@ -87,6 +87,21 @@ func capTemperature(v json.RawMessage, out params.Fields, _ params.Call) bool {
 		return false
 	}
 	return params.Set(out, "temperature", min(max(t, 0), 1))
+}
+
+// topPAlone sends top_p when the request has no temperature: recent Claude models refuse the two
+// together, and an OpenAI client often sends both. Apply takes the fields in name order, so
+// temperature has been translated already.
+func topPAlone(v json.RawMessage, out params.Fields, _ params.Call) bool {
+	if _, ok := out["temperature"]; ok {
+		return false
+	}
+	var p float64
+	if json.Unmarshal(v, &p) != nil {
+		return false
+	}
+	out["top_p"] = v
+	return true
 }
 
 // parallelToolUse turns "parallel_tool_calls": false into disable_parallel_tool_use.

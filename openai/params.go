@@ -80,18 +80,19 @@ var fromChat = &params.Table{From: hippocam.FormatChat, To: hippocam.FormatChat,
 
 // fromResponses: the settings both OpenAI formats share keep their names; text.format,
 // text.verbosity and reasoning.effort have chat counterparts; what only a stateful Responses
-// server can do is left out.
+// server can do is left out, metadata included (the chat API takes it only with "store": true,
+// which Hippocam never asks of the upstream).
 var fromResponses = &params.Table{From: hippocam.FormatResponses, To: hippocam.FormatChat, Rules: params.Join(
 	[]params.Rule{limit("max_output_tokens")},
-	params.Kept("temperature", "top_p", "parallel_tool_calls", "metadata", "user", "service_tier",
+	params.Kept("temperature", "top_p", "parallel_tool_calls", "user", "service_tier",
 		"safety_identifier", "prompt_cache_key", "prompt_cache_retention"),
 	[]params.Rule{
 		{Field: "text", Action: params.Translate, Translate: responsesText,
-			Becomes: "`format` as `response_format` (`json_schema`, `json_object`), `verbosity` as `verbosity`"},
+			Becomes: "`format` as `response_format` (`json_schema`, `json_object`); `verbosity` as `verbosity`, for a reasoning model only"},
 		{Field: "reasoning", Action: params.Translate, Translate: responsesReasoning,
-			Becomes: "`effort` as `reasoning_effort`"},
+			Becomes: "`effort` as `reasoning_effort`, for a reasoning model only"},
 	},
-	params.Dropped("truncation", "include", "background", "conversation", "prompt", "max_tool_calls",
+	params.Dropped("metadata", "truncation", "include", "background", "conversation", "prompt", "max_tool_calls",
 		"top_logprobs", "client_metadata"),
 )}
 
@@ -115,7 +116,7 @@ var fromMessages = &params.Table{From: hippocam.FormatAnthropic, To: hippocam.Fo
 )}
 
 // responsesText translates the Responses "text" setting.
-func responsesText(v json.RawMessage, out params.Fields, _ params.Call) bool {
+func responsesText(v json.RawMessage, out params.Fields, c params.Call) bool {
 	var text struct {
 		Format    map[string]json.RawMessage `json:"format"`
 		Verbosity *string                    `json:"verbosity"`
@@ -124,7 +125,7 @@ func responsesText(v json.RawMessage, out params.Fields, _ params.Call) bool {
 		return false
 	}
 	set := false
-	if text.Verbosity != nil {
+	if text.Verbosity != nil && ReasoningModel(c.Model) { // the other models refuse the field
 		set = params.Set(out, "verbosity", *text.Verbosity)
 	}
 	var typ string
@@ -145,12 +146,13 @@ func responsesText(v json.RawMessage, out params.Fields, _ params.Call) bool {
 	return set
 }
 
-// responsesReasoning translates the Responses "reasoning" setting.
-func responsesReasoning(v json.RawMessage, out params.Fields, _ params.Call) bool {
+// responsesReasoning translates the Responses "reasoning" setting for a reasoning model (the
+// others refuse reasoning_effort).
+func responsesReasoning(v json.RawMessage, out params.Fields, c params.Call) bool {
 	var r struct {
 		Effort *string `json:"effort"`
 	}
-	if json.Unmarshal(v, &r) != nil || r.Effort == nil {
+	if !ReasoningModel(c.Model) || json.Unmarshal(v, &r) != nil || r.Effort == nil {
 		return false
 	}
 	return params.Set(out, "reasoning_effort", *r.Effort)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/params"
 	"github.com/hippocam/hippocam/openai"
 )
 
@@ -73,5 +74,25 @@ func TestLeftOutFieldsLogged(t *testing.T) {
 	}
 	if out := logs.String(); !strings.Contains(out, "field=client_metadata format=openai.responses") || strings.Contains(out, "field=temperature") {
 		t.Errorf("logs:\n%s", out)
+	}
+}
+
+// From a Responses client: the effort and verbosity reach a reasoning model only (the other
+// models refuse both), and metadata never does (the chat API takes it only with store).
+func TestResponsesEffortAndMetadata(t *testing.T) {
+	in := params.Fields{
+		"reasoning": json.RawMessage(`{"effort":"low","summary":"auto"}`),
+		"text":      json.RawMessage(`{"verbosity":"low"}`),
+		"metadata":  json.RawMessage(`{"team":"a"}`),
+	}
+	for _, c := range []struct{ model, want string }{
+		{"gpt-4o", `{}`},
+		{"gpt-5.1", `{"reasoning_effort":"low","verbosity":"low"}`},
+	} {
+		out, _ := openai.Params(hippocam.FormatResponses).Apply(in, params.Call{Model: c.model})
+		b, _ := json.Marshal(out)
+		if got := hippocam.CanonicalJSON(string(b)); got != hippocam.CanonicalJSON(c.want) {
+			t.Errorf("%s: %s, want %s", c.model, got, c.want)
+		}
 	}
 }
