@@ -1,12 +1,14 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hippocam/hippocam"
 )
@@ -27,6 +29,27 @@ type PassThrough struct {
 	APIKey string
 	// Client's transport carries the requests (http.DefaultTransport when nil).
 	Client *http.Client
+	// Timeout bounds the wait for the upstream's response headers (0: no bound); the body then
+	// streams for as long as it lasts.
+	Timeout time.Duration
+}
+
+// tenantRoutes are the routes passed through when Hippocam has tenant keys: calls that keep
+// nothing on the upstream's account. Routes that store or list things there (files, batches,
+// uploads, vector stores, fine-tuning, assistants…) would let every tenant reach what the others
+// left under the operator's one key, so with tenant keys they are refused (403).
+var tenantRoutes = []string{"/v1/models", "/v1/embeddings", "/v1/completions", "/v1/moderations",
+	"/v1/audio/speech", "/v1/audio/transcriptions", "/v1/audio/translations",
+	"/v1/images/generations", "/v1/images/edits", "/v1/images/variations"}
+
+// tenantRoute reports whether path may be passed through for a tenant.
+func tenantRoute(path string) bool {
+	for _, r := range tenantRoutes {
+		if path == r || strings.HasPrefix(path, r+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // anthropicVersion is the API version sent to an Anthropic upstream for a client that named none.
@@ -45,6 +68,11 @@ func newPassThrough(p *PassThrough, keyed bool) (*httputil.ReverseProxy, error) 
 	if p.Client != nil && p.Client.Transport != nil {
 		transport = p.Client.Transport
 	}
+	if t, ok := transport.(*http.Transport); ok && p.Timeout > 0 {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = p.Timeout
+		transport = t
+	}
 	rp := &httputil.ReverseProxy{
 		Transport:     transport,
 		FlushInterval: -1, // every write at once: server-sent events pass through as they come
@@ -56,6 +84,12 @@ func newPassThrough(p *PassThrough, keyed bool) (*httputil.ReverseProxy, error) 
 			out.Host = base.Host
 			out.Header.Del(SessionHeader)
 			credentials(out.Header, p, keyed)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && sentOwnKey(resp.Request.Header, p) {
+				return errOwnKeyRefused // the provider's text may quote the key: proxyError answers instead
+			}
+			return nil
 		},
 	}
 	return rp, nil
@@ -85,6 +119,17 @@ func credentials(h http.Header, p *PassThrough, keyed bool) {
 	h.Set("Authorization", "Bearer "+p.APIKey)
 }
 
+// errOwnKeyRefused is the upstream refusing the key Hippocam sent on a client's behalf.
+var errOwnKeyRefused = errors.New("the upstream refused Hippocam's own key")
+
+// sentOwnKey reports whether the outgoing headers h carry Hippocam's upstream key.
+func sentOwnKey(h http.Header, p *PassThrough) bool {
+	if p.APIKey == "" {
+		return false
+	}
+	return h.Get("Authorization") == "Bearer "+p.APIKey || h.Get("X-Api-Key") == p.APIKey
+}
+
 // passThrough serves a route under /v1 that Hippocam does not answer itself: to the upstream
 // when one is configured (Config.PassThrough), else a 404 in the error JSON of the path's format.
 // A path of Hippocam's own routes with another method is a 405 either way.
@@ -93,9 +138,26 @@ func (s *Server) passThrough(w http.ResponseWriter, r *http.Request, tenant stri
 		s.missing(w, r, tenant)
 		return
 	}
+	if len(s.cfg.Keys) > 0 && !tenantRoute(strings.TrimSuffix(r.URL.Path, "/")) {
+		s.fail(w, r, formatOf(r.URL.Path), hippocam.Errorf(hippocam.EFORBIDDEN,
+			"%s is not passed through for tenants: it would act on the operator's upstream account, which all tenants share", r.URL.Path))
+		return
+	}
 	// Both ways at once: a body that streams up while the answer streams down (HTTP/1.1 would
 	// otherwise stop reading the request once the response starts).
 	_ = http.NewResponseController(w).EnableFullDuplex()
+	defer func() {
+		// An answer cut while its body was being copied: ReverseProxy aborts the handler, after
+		// headers that said 200. It is logged and counted before the abort goes on.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				name, _ := headerName(r)
+				s.refused(r, name, refusal{status: http.StatusBadGateway, cause: causeStreamCut,
+					message: "the upstream's answer was cut while it was passed on"}, nil)
+			}
+			panic(v)
+		}
+	}()
 	s.proxy.ServeHTTP(w, r)
 	if rec, ok := w.(*statusRecorder); ok && rec.status >= 400 {
 		// The upstream's own refusal, passed on as it came: logged and counted like Hippocam's.
@@ -119,6 +181,11 @@ func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	format := hippocam.FormatChat
 	if strings.HasPrefix(r.URL.Path, "/v1/messages") || s.cfg.PassThrough.Anthropic && r.Header.Get("Anthropic-Version") != "" {
 		format = hippocam.FormatAnthropic
+	}
+	if errors.Is(err, errOwnKeyRefused) {
+		s.fail(w, r, format, hippocam.Errorf(hippocam.EUNAVAILABLE,
+			"the upstream refused Hippocam's credentials for %s; the operator must check the upstream API key", r.URL.Path))
+		return
 	}
 	s.fail(w, r, format, hippocam.Errorf(hippocam.EUNAVAILABLE, "the upstream could not be reached for %s %s", r.Method, r.URL.Path))
 }

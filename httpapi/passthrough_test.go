@@ -81,8 +81,8 @@ func TestPassThrough(t *testing.T) {
 			want: []string{"Authorization", "Bearer upstream-key"}},
 		{name: "OKTenantKey", base: up.URL + "/v1", keys: map[string]string{"tenant-key": "t"}, path: "/v1/moderations?x=1",
 			sent: []string{"Authorization", "Bearer tenant-key"}, wantPath: "/v1/moderations", want: []string{"Authorization", "Bearer upstream-key"}},
-		{name: "OKAnthropicTenantKey", base: up.URL, anthropic: true, keys: map[string]string{"tenant-key": "t"}, path: "/v1/messages/batches?x=1",
-			sent: []string{"X-Api-Key", "tenant-key"}, wantPath: "/v1/messages/batches",
+		{name: "OKAnthropicTenantKey", base: up.URL, anthropic: true, keys: map[string]string{"tenant-key": "t"}, path: "/v1/models/claude-x?x=1",
+			sent: []string{"X-Api-Key", "tenant-key"}, wantPath: "/v1/models/claude-x",
 			want: []string{"X-Api-Key", "upstream-key", "Anthropic-Version", "2023-06-01", "Authorization", ""}},
 		{name: "OKAnthropicClientKey", base: up.URL, anthropic: true, path: "/v1/models/claude-x?x=1",
 			sent: []string{"X-Api-Key", "client-key", "Anthropic-Version", "2024-01-01"}, wantPath: "/v1/models/claude-x",
@@ -250,4 +250,89 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// With tenant keys, a route that keeps things on the upstream's account (files, batches…) is
+// refused: every tenant would reach the others' under the operator's one key. Without keys it
+// passes.
+func TestPassThroughTenantRoutes(t *testing.T) {
+	calls := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		io.WriteString(w, `{"object":"list","data":[]}`)
+	}))
+	t.Cleanup(up.Close)
+	keyed := newPassServer(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1", APIKey: "upstream-key"}, map[string]string{"tenant-key": "t"})
+	open := newPassServer(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1", APIKey: "upstream-key"}, nil)
+	for _, c := range []struct {
+		srv    *httptest.Server
+		path   string
+		status int
+	}{
+		{keyed, "/v1/files", 403}, {keyed, "/v1/batches/b1", 403}, {keyed, "/v1/messages/batches", 403},
+		{keyed, "/v1/embeddings", 200}, {keyed, "/v1/models/gpt-x", 200}, {open, "/v1/files", 200},
+	} {
+		before := calls
+		req, _ := http.NewRequest("GET", c.srv.URL+c.path, nil)
+		req.Header.Set("Authorization", "Bearer tenant-key")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %d %s, want %d", c.path, resp.StatusCode, body, c.status)
+		}
+		if reached := calls > before; reached != (c.status == 200) {
+			t.Errorf("%s: upstream reached %v, want %v", c.path, reached, c.status == 200)
+		}
+	}
+}
+
+// When the upstream refuses the key Hippocam sent, its text (which may quote the key) never
+// reaches the client: a 502 saying the operator's key was refused. A client's own key refused
+// is the client's business, passed on as it came.
+func TestPassThroughOwnKeyRefused(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":{"message":"Incorrect API key provided: `+r.Header.Get("Authorization")+`"}}`)
+	}))
+	t.Cleanup(up.Close)
+	hs := newPassServer(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1", APIKey: "sk-secret"}, nil)
+	for _, c := range []struct {
+		name, auth string
+		status     int
+		leak       string
+	}{{"Own", "", 502, "sk-secret"}, {"Client", "Bearer sk-client", 401, ""}} {
+		req, _ := http.NewRequest("POST", hs.URL+"/v1/embeddings", strings.NewReader(`{}`))
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || (c.leak != "" && strings.Contains(string(body), c.leak)) {
+			t.Errorf("%s: %d %s, want %d without the key", c.name, resp.StatusCode, body, c.status)
+		}
+	}
+}
+
+// An upstream that never sends its headers is given up on after the pass-through's timeout.
+func TestPassThroughTimeout(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	t.Cleanup(func() { close(release); up.Close() })
+	hs := newPassServer(t, &httpapi.PassThrough{BaseURL: up.URL + "/v1", Timeout: 100 * time.Millisecond}, nil)
+	resp, err := http.Post(hs.URL+"/v1/embeddings", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 502 {
+		t.Errorf("status %d, want 502 once the timeout passed", resp.StatusCode)
+	}
 }
