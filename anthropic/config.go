@@ -15,7 +15,7 @@ const (
 	DefaultMaxTokens = 4096
 	DefaultTimeout   = 120 * time.Second
 	// DefaultIdleTimeout is Config.IdleTimeout when it is zero.
-	DefaultIdleTimeout = 60 * time.Second
+	DefaultIdleTimeout = 120 * time.Second
 	DefaultMaxRetries  = 3
 	DefaultMinBackoff  = 500 * time.Millisecond
 	DefaultMaxBackoff  = 20 * time.Second

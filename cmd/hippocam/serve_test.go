@@ -350,7 +350,7 @@ func TestServeStreamsAtTheModelsPace(t *testing.T) {
 func TestServeUpstreamFlags(t *testing.T) {
 	cmd := &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
 	if err := cmd.ParseFlags([]string{"--upstream", "http://127.0.0.1:1/v1"}); err != nil ||
-		cmd.UpstreamTimeout != 120*time.Second || cmd.UpstreamIdleTimeout != 60*time.Second || cmd.UpstreamRetries != 3 {
+		cmd.UpstreamTimeout != 120*time.Second || cmd.UpstreamIdleTimeout != 120*time.Second || cmd.UpstreamRetries != 3 {
 		t.Errorf("defaults: %v, timeout %v, idle %v, retries %d", err, cmd.UpstreamTimeout, cmd.UpstreamIdleTimeout, cmd.UpstreamRetries)
 	}
 	for _, bad := range [][]string{{"--upstream-timeout", "0s"}, {"--upstream-idle-timeout", "-1s"}, {"--upstream-retries", "-1"}} {

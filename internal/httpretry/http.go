@@ -76,7 +76,9 @@ func ReadEvents(body io.Reader, a *Attempt, limit int64, event func(data []byte)
 	}
 	for {
 		line, rerr := br.ReadBytes('\n')
-		a.Touch()
+		if len(line) > 0 { // progress; a read that failed with nothing is not
+			a.Touch()
+		}
 		if lr.N <= 0 {
 			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint streamed over %d MiB", limit>>20)
 		}
