@@ -149,3 +149,52 @@ func ParseRefTags(text string) []string {
 		text = text[j+1:]
 	}
 }
+
+// ExchangesWhole returns msgs with every system message that stands inside a tool exchange
+// (after an assistant message's tool calls, before the last of their results) moved to just
+// after that exchange's results, in order. An agent may put a system or developer message there
+// (the Responses API takes one anywhere), but the chat and Messages formats want the results
+// right after the calls. msgs itself is returned when nothing moves; the transcript keeps the
+// order the agent sent.
+func ExchangesWhole(msgs []Message) []Message {
+	inside := func(visit func(i int, open bool)) {
+		open := map[string]bool{}
+		for i := range msgs {
+			m := &msgs[i]
+			switch m.Role {
+			case RoleAssistant:
+				clear(open)
+				for _, c := range m.ToolCalls {
+					open[c.ID] = true
+				}
+			case RoleTool:
+				delete(open, m.ToolCallID)
+			case RoleUser:
+				clear(open)
+			}
+			visit(i, len(open) > 0)
+		}
+	}
+	moves := false
+	inside(func(i int, open bool) { moves = moves || open && msgs[i].Role == RoleSystem })
+	if !moves {
+		return msgs
+	}
+	out := make([]Message, 0, len(msgs))
+	var held []Message
+	inside(func(i int, open bool) {
+		m := msgs[i]
+		if open && m.Role == RoleSystem {
+			held = append(held, m)
+			return
+		}
+		if m.Role != RoleTool && m.Role != RoleSystem {
+			out, held = append(out, held...), held[:0] // the exchange ended unanswered
+		}
+		out = append(out, m)
+		if !open {
+			out, held = append(out, held...), held[:0]
+		}
+	})
+	return append(out, held...)
+}

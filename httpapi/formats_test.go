@@ -259,3 +259,42 @@ func TestMidConversationSystemOpenAIFormats(t *testing.T) {
 		}
 	}
 }
+
+// A developer message between a call and its result (the Responses API takes one anywhere) is
+// accepted and kept, its bytes whole, just after the result, where the chat and Messages
+// formats and the engine's whole tool exchanges want it; the agent's next request, which sends
+// it where it stood, continues the session.
+func TestSystemInsideToolExchange(t *testing.T) {
+	const note = "Mind the tests."
+	history := `{"role":"user","content":"!call run {}"},` +
+		`{"type":"function_call","call_id":"c1","name":"run","arguments":"{}"},` +
+		`{"type":"message","role":"developer","content":"` + note + `"},` +
+		`{"type":"function_call_output","call_id":"c1","output":"!say done"}`
+	tools := `"tools":[{"type":"function","name":"run","parameters":{"type":"object"}}]`
+	for _, up := range []hippocam.Format{hippocam.FormatChat, hippocam.FormatAnthropic} {
+		t.Run(string(up), func(t *testing.T) {
+			s, rec := newServerOver(t, up, 8000)
+			r := s.do(t, "POST", "/v1/responses", "", "", []byte(`{"model":"m","input":[`+history+`],`+tools+`}`))
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			calls := rec.agentCalls()
+			sent := string(calls[len(calls)-1].body["messages"])
+			if result, at := strings.Index(sent, "!say done"), strings.Index(sent, note); result < 0 || at < result {
+				t.Errorf("upstream messages %s: want the note after the tool result", sent)
+			}
+			name := r.header.Get(httpapi.SessionHeader)
+			exp := string(s.do(t, "GET", "/api/sessions/"+name+"/expand", "", "", nil).body)
+			if !strings.Contains(exp, `"raw":"{\"type\":\"message\",\"role\":\"developer\",\"content\":\"`+note+`\"}"`) {
+				t.Errorf("the note's bytes are not kept: %s", exp)
+			}
+			next := `{"model":"m","input":[` + history + `,{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]},` +
+				`{"role":"user","content":"!say again"}],` + tools + `}`
+			r2 := s.do(t, "POST", "/v1/responses", "", "", []byte(next))
+			if r2.status != 200 || r2.header.Get(httpapi.SessionHeader) != name || r2.header.Get(httpapi.EventHeader) != "continued" {
+				t.Errorf("next request: %d, session %q (%s), want %q continued: %s", r2.status, r2.header.Get(httpapi.SessionHeader),
+					r2.header.Get(httpapi.EventHeader), name, r2.body)
+			}
+		})
+	}
+}

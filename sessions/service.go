@@ -328,6 +328,15 @@ func (s *Service) read(req *Request) (*history, error) {
 	if conv == nil || len(conv.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "the conversation holds no message after its system prompt")
 	}
+	if msgs := hippocam.ExchangesWhole(conv.Messages); &msgs[0] != &conv.Messages[0] {
+		// A system or developer message inside a tool exchange (the Responses API takes one
+		// anywhere) is kept just after the exchange's results, where every format and the
+		// engine's whole exchanges want it; each message keeps its own bytes. The same order
+		// is made of every later request, so the session continues.
+		moved := *conv
+		moved.Messages, moved.Hashes = msgs, nil
+		conv = &moved
+	}
 	if err := checkConversation(conv); err != nil {
 		return nil, err
 	}
