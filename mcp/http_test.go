@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -222,5 +223,38 @@ func TestHTTPShutdown(t *testing.T) {
 	began := time.Now()
 	if err := w.http.Config.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown with MCP streams open: %v after %v", err, time.Since(began))
+	}
+}
+
+// Streams of a server started after another one shut down live on: the end is per server.
+func TestHTTPStreamAfterAnotherShutdown(t *testing.T) {
+	w := newWorld(t)
+	second := httptest.NewServer(w.http.Config.Handler)
+	t.Cleanup(second.Close)
+	open := func(base string) *http.Response {
+		req, _ := http.NewRequest("GET", base+"/mcp", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer k-acme")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /mcp: %v %v", err, resp)
+		}
+		return resp
+	}
+	first := open(w.http.URL)
+	first.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.http.Config.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resp := open(second.URL)
+	defer resp.Body.Close()
+	ended := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); ended <- err }()
+	select {
+	case err := <-ended:
+		t.Fatalf("the second server's stream ended at once (%v)", err)
+	case <-time.After(300 * time.Millisecond):
 	}
 }

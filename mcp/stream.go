@@ -98,7 +98,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tenant stri
 	flusher.Flush()
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	done := s.ending.ch()
+	done := s.ending.ch(r)
 	for {
 		select {
 		case <-r.Context().Done():
@@ -141,46 +141,46 @@ func loopback(hostport string) bool {
 
 // ending ends the long-lived answers of /mcp (GET streams, subscriptions/listen) when the HTTP
 // server that serves them shuts down: http.Server.Shutdown waits for every request to end, and
-// these would not.
+// these would not. Each server has its own signal, so the streams of a server started after
+// another shut down live on.
 type ending struct {
 	mu      sync.Mutex
-	servers map[*http.Server]bool
-	done    chan struct{}
-	once    sync.Once
+	servers map[*http.Server]chan struct{}
+	never   chan struct{} // for a request no server is known of (a test's handler call)
 }
 
-// ch is closed when a server that served a request of s shuts down.
-func (e *ending) ch() chan struct{} {
+// ch returns the channel closed when the server that serves r shuts down.
+func (e *ending) ch(r *http.Request) chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.done == nil {
-		e.done = make(chan struct{})
-	}
-	return e.done
-}
-
-// watch registers, once per HTTP server, the end of the streams at its shutdown.
-func (e *ending) watch(r *http.Request) {
 	hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server)
 	if !ok {
-		return
+		if e.never == nil {
+			e.never = make(chan struct{})
+		}
+		return e.never
 	}
-	done := e.ch()
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	if e.servers == nil {
-		e.servers = map[*http.Server]bool{}
+		e.servers = map[*http.Server]chan struct{}{}
 	}
-	if !e.servers[hs] {
-		e.servers[hs] = true
-		hs.RegisterOnShutdown(func() { e.once.Do(func() { close(done) }) })
+	done, ok := e.servers[hs]
+	if !ok {
+		done = make(chan struct{})
+		e.servers[hs] = done
+		hs.RegisterOnShutdown(func() {
+			e.mu.Lock()
+			delete(e.servers, hs)
+			e.mu.Unlock()
+			close(done)
+		})
 	}
+	return done
 }
 
-// untilEnding returns r with a context that also ends when the streams end.
+// untilEnding returns r with a context that also ends when the streams of its server end.
 func (e *ending) untilEnding(r *http.Request) (*http.Request, func()) {
 	ctx, cancel := context.WithCancel(r.Context())
-	done := e.ch()
+	done := e.ch(r)
 	go func() {
 		select {
 		case <-done:

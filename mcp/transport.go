@@ -107,7 +107,7 @@ func (s *Server) HTTPHandler(maxBody int64) http.Handler {
 		return s.For(tenant)
 	}, &sdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, MaxRequestBodyBytes: maxBody})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.ending.watch(r)
+		s.ending.ch(r) // register the server's shutdown before anything streams
 		tenant, ok := tenantOf(r.Context())
 		if r.Method != http.MethodGet || !ok || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			if isListen(r, maxBody) {
