@@ -102,6 +102,7 @@ func readFields(conv *hippocam.Conversation, req *ChatRequest) error {
 	if conv.ToolChoice, err = chatToolChoice(req.ToolChoice); err != nil {
 		return err
 	}
+	restrictTools(conv, req.ToolChoice)
 	if conv.Extra, err = chatExtra(req); err != nil {
 		return err
 	}
@@ -390,7 +391,7 @@ func otherTool(i int, d ToolDef) (hippocam.Tool, error) {
 }
 
 // chatToolChoice reads tool_choice: "auto", "none", "required", a named function or custom
-// tool, or allowed_tools (read as its mode).
+// tool, or allowed_tools (read as its mode; restrictTools applies its list).
 func chatToolChoice(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil

@@ -225,6 +225,7 @@ func (r *ResponsesRequest) Conversation() (*hippocam.Conversation, error) {
 	if err := readInput(conv, r.Input); err != nil {
 		return nil, err
 	}
+	restrictTools(conv, r.ToolChoice) // after the input, whose additional_tools items add tools
 	conv.Extra = r.passOn()
 	return conv, nil
 }
@@ -327,7 +328,7 @@ func readTool(at string, t *ResponsesTool, ns string, group json.RawMessage) (hi
 }
 
 // readToolChoice reads tool_choice into the domain's form: the strings, the name of a function
-// or custom tool, the mode of allowed_tools; a choice of a tool the provider runs (web_search,
+// or custom tool, the mode of allowed_tools (restrictTools applies its list); a choice of a tool the provider runs (web_search,
 // file_search, mcp…), which no upstream of Hippocam's runs, is read as "auto".
 func readToolChoice(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
