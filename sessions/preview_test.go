@@ -107,6 +107,31 @@ func TestPreviewEndsWithAnswer(t *testing.T) {
 	}
 }
 
+// A history with a system message inside a tool exchange, ending with the session's answer, is
+// previewed as the session it is (it is read in the same order as the requests were).
+func TestPreviewSystemInsideExchange(t *testing.T) {
+	svc, _ := newService(t, 8000)
+	ctx := context.Background()
+	c := &client{history: []hippocam.Message{
+		{Role: hippocam.RoleUser, Content: "!call run {}"},
+		{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{{ID: "c1", Name: "run", Arguments: "{}"}}},
+		{Role: hippocam.RoleSystem, Content: "Mind the tests."},
+		{Role: hippocam.RoleTool, ToolCallID: "c1", Content: "!say done"},
+	}}
+	res, err := svc.Continue(ctx, c.request("", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.history = append(c.history, res.Answer)
+	pv, err := svc.Preview(ctx, c.request("", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Session != res.Session.ID || pv.Fresh {
+		t.Fatalf("preview: session %q (fresh %v), want %q", pv.Session, pv.Fresh, res.Session.ID)
+	}
+}
+
 // snapshot describes what the store holds for tenant "t": each session's version and context.
 func snapshot(t *testing.T, st hippocam.Store) string {
 	t.Helper()
