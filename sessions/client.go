@@ -38,8 +38,8 @@ func clientOf(prev *hippocam.Client, req *Request, conv *hippocam.Conversation) 
 	return &c
 }
 
-// titleSubject reports whether conv is a title request and returns the text of the
-// conversation it asks a title for.
+// titleSubject reports whether conv is a title request, by its first user message (and the
+// framing's prompt), and returns the text of the conversation it asks a title for.
 func titleSubject(conv *hippocam.Conversation) (string, bool) {
 	byPrompt := false
 	for _, m := range conv.Framing {
@@ -67,6 +67,9 @@ func titleSubject(conv *hippocam.Conversation) (string, bool) {
 		if byPrompt {
 			return text, true
 		}
+		// Only the first user message asks for a title: a line like the ask later on is the
+		// conversation's own text.
+		return "", false
 	}
 	return "", false
 }

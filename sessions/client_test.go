@@ -31,6 +31,10 @@ func TestClientTitle(t *testing.T) {
 		{name: "FirstLine", framing: []hippocam.Message{system("You help.")},
 			msgs: []hippocam.Message{user("  \n  Rename the --verbose flag  \nand update the docs\n!say ok")},
 			want: hippocam.Client{Title: "Rename the --verbose flag"}},
+		// The title ask is the first user message of a title request; the same words later in
+		// a conversation are its own text.
+		{name: "AskLater", msgs: []hippocam.Message{user("fix the tests"), user("Generate a title for this conversation:\nand also this")},
+			want: hippocam.Client{Title: "fix the tests"}},
 		{name: "Long", msgs: []hippocam.Message{user(long + "\n!say ok")},
 			want: hippocam.Client{Title: "Please look at the failing integration test in the payments service and tell me…"}},
 		{name: "ClaudeCodeReminders",
