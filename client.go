@@ -52,7 +52,13 @@ func Title(text string) string {
 	if utf8.RuneCountInString(line) <= TitleRunes {
 		return line
 	}
-	all := []rune(line)
+	n, i := 0, 0 // only the runes a title can use are decoded, however long the line
+	for i = range line {
+		if n++; n > TitleRunes {
+			break
+		}
+	}
+	all := []rune(line[:i])
 	runes := all[:TitleRunes-1]
 	cut := len(runes)
 	for i := len(runes); i > TitleRunes/2; i-- {

@@ -27,6 +27,10 @@ const titleAsk = "Generate a title for this conversation"
 // has none yet) with what the request adds. The first request decides the title and the kind.
 func clientOf(prev *hippocam.Client, req *Request, conv *hippocam.Conversation) *hippocam.Client {
 	c := req.Client
+	if prev != nil && prev.Title != "" { // the first request decided title and kind
+		c = prev.Merge(c)
+		return &c
+	}
 	if subject, ok := titleSubject(conv); ok {
 		c.Kind, c.Title = hippocam.ClientTitle, hippocam.Title(subject)
 	} else {
