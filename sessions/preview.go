@@ -74,8 +74,10 @@ func (s *Service) readPreview(req *Request) (*history, error) {
 		return s.read(req)
 	}
 	if msgs := hippocam.ExchangesWhole(conv.Messages); &msgs[0] != &conv.Messages[0] {
-		moved := *conv // in the order read gives every request (a system message inside a tool
-		moved.Messages, moved.Hashes = msgs, nil // exchange after its results), so that it matches
+		// In the order read gives every request (a system message inside a tool exchange after
+		// its results), so that it matches the session's transcript.
+		moved := *conv
+		moved.Messages, moved.Hashes = msgs, nil
 		conv = &moved
 	}
 	// Checked with a stand-in last message, the rules are the same for the rest.
