@@ -99,17 +99,22 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// Check validates PRECIP's memory: Validate, then its grounding in span (the messages it
-// replaces) and instruction (see above).
-func (o *PrecipOutput) Check(span []hippocam.Message, instruction string) error {
+// Check validates PRECIP's memory: Validate, then its grounding (see above) in the span
+// context[lo:] (the messages it replaces, which end the request), the messages before it in view
+// and instruction.
+func (o *PrecipOutput) Check(context []hippocam.Message, lo int, instruction string) error {
+	return joinReasons(o.problems(context, lo, instruction))
+}
+
+func (o *PrecipOutput) problems(context []hippocam.Message, lo int, instruction string) []string {
 	if err := o.Validate(); err != nil {
-		return err
+		return []string{err.Error()}
 	}
-	g := newGrounding(span, instruction)
+	g := newGrounding(context, lo, instruction)
 	var reasons []string
 	reasons = append(reasons, g.refs("the memory", o.Memory)...)
 	reasons = append(reasons, g.text("the memory", withoutRevisions(o.Memory))...)
-	return joinReasons(reasons)
+	return reasons
 }
 
 // withoutRevisions leaves out the lines that say which earlier statement a fact replaces: they
@@ -130,19 +135,24 @@ func withoutRevisions(text string) string {
 }
 
 // Check validates PALIM's memory: Validate, then the grounding of its narrative's refs and of its
-// knowledge items in span (the messages it replaces) and instruction (see above).
-func (o *PalimOutput) Check(span []hippocam.Message, instruction string) error {
+// knowledge items (see above) in the span context[lo:] (the messages it replaces, which end the
+// request), the messages before it in view and instruction.
+func (o *PalimOutput) Check(context []hippocam.Message, lo int, instruction string) error {
+	return joinReasons(o.problems(context, lo, instruction))
+}
+
+func (o *PalimOutput) problems(context []hippocam.Message, lo int, instruction string) []string {
 	if err := o.Validate(); err != nil {
-		return err
+		return []string{err.Error()}
 	}
-	g := newGrounding(span, instruction)
+	g := newGrounding(context, lo, instruction)
 	reasons := g.refs("the narrative", o.Narrative)
 	for i, k := range o.Knowledge {
 		where := fmt.Sprintf("knowledge[%d]", i)
 		reasons = append(reasons, g.refs(where, k.Fact)...)
 		reasons = append(reasons, g.text(where, k.Fact)...)
 	}
-	return joinReasons(reasons)
+	return reasons
 }
 
 // maxReasons bounds the reasons one rejection lists.
@@ -160,18 +170,23 @@ func joinReasons(reasons []string) error {
 
 // grounding is what a memory may draw on.
 type grounding struct {
-	source string              // the span's text and the instruction, lower-cased
+	source string              // the text of the messages in view and the instruction, lower-cased
 	words  map[string]bool     // the maximal runs of letters, digits and '_' of source
 	ids    map[string]bool     // refs and ids of the span's messages
 	facts  map[string][]string // key -> the values the span's fact and detail lines give it
 }
 
-func newGrounding(span []hippocam.Message, instruction string) *grounding {
+func newGrounding(context []hippocam.Message, lo int, instruction string) *grounding {
 	g := &grounding{words: map[string]bool{}, ids: map[string]bool{}, facts: map[string][]string{}}
 	var b strings.Builder
-	for i := range span {
-		m := &span[i]
+	for i := range context {
+		m := &context[i]
 		if m.Kind.Hidden() {
+			continue
+		}
+		from := b.Len()
+		writeMessageText(&b, m)
+		if i < lo {
 			continue
 		}
 		for _, id := range []string{m.ID, m.Ref} {
@@ -179,30 +194,34 @@ func newGrounding(span []hippocam.Message, instruction string) *grounding {
 				g.ids[id] = true
 			}
 		}
-		b.WriteString(m.Content)
-		b.WriteByte('\n')
-		for _, c := range m.ToolCalls {
-			b.WriteString(c.Name)
-			b.WriteByte(' ')
-			b.WriteString(c.Arguments)
-			b.WriteByte('\n')
-		}
-		for _, k := range m.Knowledge {
-			b.WriteString(k.Fact)
-			b.WriteByte('\n')
+		for _, l := range strings.Split(b.String()[from:], "\n") {
+			if key, value, ok := factLine(l); ok {
+				g.facts[key] = append(g.facts[key], value)
+			}
 		}
 	}
-	text := b.String()
-	for _, l := range strings.Split(text, "\n") {
-		if key, value, ok := factLine(l); ok {
-			g.facts[key] = append(g.facts[key], value)
-		}
-	}
-	g.source = strings.ToLower(text + "\n" + instruction)
+	g.source = strings.ToLower(b.String() + "\n" + instruction)
 	for _, w := range strings.FieldsFunc(g.source, func(r rune) bool { return !wordRune(r) }) {
 		g.words[w] = true
 	}
 	return g
+}
+
+// writeMessageText writes what a memory may draw on from m: its text, its tool calls with their
+// arguments and its knowledge items.
+func writeMessageText(b *strings.Builder, m *hippocam.Message) {
+	b.WriteString(m.Content)
+	b.WriteByte('\n')
+	for _, c := range m.ToolCalls {
+		b.WriteString(c.Name)
+		b.WriteByte(' ')
+		b.WriteString(c.Arguments)
+		b.WriteByte('\n')
+	}
+	for _, k := range m.Knowledge {
+		b.WriteString(k.Fact)
+		b.WriteByte('\n')
+	}
 }
 
 // refs returns a reason for every ref text names that the span does not hold.
