@@ -26,10 +26,13 @@ import (
 //   - fact lines: a line that reads "KEY := VALUE" (after a list marker and an evaluation tag)
 //     must be stated by a fact or detail line of the span with the same key and value;
 //   - particulars: every number and every identifier-like token (one with a digit or an
-//     underscore, a dotted name, a path) of the memory must appear in the span's text (the
-//     messages' text, tool calls and their arguments) or in the instruction (which names the
-//     intents). For PALIM this applies to the knowledge items only: the narrative may count
-//     and summarise.
+//     underscore, a dotted name, a path) of the memory must appear in the text of the messages
+//     in view (the span and the context before it: text, tool calls and their arguments, so
+//     that a value carried over from an earlier memory counts) or in the instruction (which
+//     names the intents), or follow from them (derive.go: a relative date resolved against a
+//     date stated there, a unit or number written another way). A full date that follows from
+//     nothing is refused whole. For PALIM this applies to the knowledge items only: the
+//     narrative may count and summarise.
 //
 // Matching is case-insensitive and whole-word; a compound token (a path, "12-15", "1,200") that
 // does not appear whole is accepted when each of its parts does.
@@ -174,6 +177,11 @@ type grounding struct {
 	words  map[string]bool     // the maximal runs of letters, digits and '_' of source
 	ids    map[string]bool     // refs and ids of the span's messages
 	facts  map[string][]string // key -> the values the span's fact and detail lines give it
+	// What follows from source (derive.go, amount.go): its numbers as plain digits (also those
+	// written in words), its amounts as "NUMBER UNIT", the dates it states or lets resolve.
+	numbers map[string]bool
+	amounts map[string]bool
+	dates   derivedDates
 }
 
 func newGrounding(context []hippocam.Message, lo int, instruction string) *grounding {
@@ -204,7 +212,43 @@ func newGrounding(context []hippocam.Message, lo int, instruction string) *groun
 	for _, w := range strings.FieldsFunc(g.source, func(r rune) bool { return !wordRune(r) }) {
 		g.words[w] = true
 	}
+	g.numbers = numbersOf(g.source)
+	g.amounts = map[string]bool{}
+	keys, _ := amounts(g.source)
+	for _, k := range keys {
+		g.amounts[k] = true
+	}
+	g.dates = deriveDates(g.source)
 	return g
+}
+
+// derived blanks out of l (lower-cased) the dates and amounts that follow from the source, so
+// that their numbers are not looked for one by one, and returns the full dates it writes that
+// follow from nothing, and the months of a year (blanked as well: they are reported whole).
+func (g *grounding) derived(l string) (string, []string) {
+	b := []byte(l)
+	blank := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b[i] = ' '
+		}
+	}
+	var bad []string
+	for _, m := range dateMentions(l) {
+		switch {
+		case g.dates.holds(m.day) || g.found(l[m.lo:m.hi]):
+			blank(m.lo, m.hi)
+		case m.day.m != 0 && m.day.y != 0: // a full date, or a month of a year
+			bad = append(bad, m.day.String())
+			blank(m.lo, m.hi)
+		}
+	}
+	keys, at := amounts(l)
+	for i, k := range keys {
+		if g.amounts[k] {
+			blank(at[i][0], at[i][1])
+		}
+	}
+	return string(b), bad
 }
 
 // writeMessageText writes what a memory may draw on from m: its text, its tool calls with their
@@ -249,7 +293,13 @@ func (g *grounding) text(where, text string) []string {
 			}
 			continue
 		}
-		for _, tok := range particulars(stripRefTags(l)) {
+		rest, dates := g.derived(strings.ToLower(stripRefTags(l)))
+		for _, d := range dates {
+			if !contains(missing, d) {
+				missing = append(missing, d)
+			}
+		}
+		for _, tok := range particulars(rest) {
 			if !g.grounded(tok) && !contains(missing, tok) {
 				missing = append(missing, tok)
 			}
@@ -266,7 +316,7 @@ func (g *grounding) grounded(tok string) bool {
 	if g.words[tok] || g.found(tok) {
 		return true
 	}
-	if digitsOnly := strings.ReplaceAll(tok, ",", ""); digitsOnly != tok && g.found(digitsOnly) {
+	if digitsOnly := strings.ReplaceAll(tok, ",", ""); digitsOnly != tok && g.found(digitsOnly) || g.numbers[digitsOnly] {
 		return true
 	}
 	parts := strings.FieldsFunc(tok, func(r rune) bool { return !wordRune(r) })
