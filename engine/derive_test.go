@@ -17,7 +17,7 @@ func derivationContext() []hippocam.Message {
 		{ID: "m2", Role: hippocam.RoleUser, Content: "Log, 3:10 pm on 25 May, 2023:\n" +
 			"Ana: I ran the lake race yesterday, it took 42min. Last Saturday I fixed the boiler.\n" +
 			"Ben: The repair cost 4,750 and the timer is set to 30s. I met three builders two weeks ago.\n" +
-			"Ana: We moved here last year and I start the new job next month. The first visit was fine."},
+			"Ana: We moved here last year and I start the new job next month. The first visit was fine. I grew up in Sweden."},
 		{ID: "m3", Role: hippocam.RoleAssistant, Content: "Noted."},
 	}
 }
@@ -45,6 +45,9 @@ func TestGroundingDerivations(t *testing.T) {
 		{"count in words", "Ben met 3 builders."},
 		{"ordinal in words", "The 1st visit was fine."},
 		{"carried over from a memory in view", "Order ord_4471 shipped on 2 May 2023."},
+		{"names as written", "Ana told Ben about the boiler; Ben agreed."},
+		{"name of the same stem", "Ana has Swedish roots; the builders were Ben's."},
+		{"capital starting a sentence", "Yesterday's race went well. Fixing the boiler took a day."},
 	}
 	for _, c := range accepted {
 		t.Run(c.name, func(t *testing.T) {
@@ -62,6 +65,8 @@ func TestGroundingDerivations(t *testing.T) {
 		{"other unit", "The timer is set to 30 kg.", `"30"`},
 		{"invented count", "Ben met 7 builders.", `"7"`},
 		{"invented identifier", "Order ord_9999 shipped.", `"ord_9999"`},
+		{"invented name", "Ana ran the race with Bob Smith.", `"bob", "smith"`},
+		{"invented place", "Ana ran the lake race in Paris.", `"paris"`},
 	}
 	for _, c := range refused {
 		t.Run(c.name, func(t *testing.T) {

@@ -299,6 +299,11 @@ func (g *grounding) text(where, text string) []string {
 				missing = append(missing, d)
 			}
 		}
+		for _, name := range names(stripRefTags(l)) {
+			if !g.namesWord(name) && !contains(missing, name) {
+				missing = append(missing, name)
+			}
+		}
 		for _, tok := range particulars(rest) {
 			if !g.grounded(tok) && !contains(missing, tok) {
 				missing = append(missing, tok)
