@@ -59,6 +59,15 @@ var (
 	inPattern    = regexp.MustCompile(`\bin\s+(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|a few)\s+(day|week|month|year)s?\b`)
 )
 
+// wholeWords match the words deriveDates looks for as whole words.
+var wholeWords = func() map[string]*regexp.Regexp {
+	m := map[string]*regexp.Regexp{}
+	for _, w := range []string{"yesterday", "tomorrow", "weekend", "sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"} {
+		m[w] = regexp.MustCompile(`\b` + w + `\b`)
+	}
+	return m
+}()
+
 var weekdays = map[string]time.Weekday{
 	"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday, "wednesday": time.Wednesday,
 	"thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
@@ -182,10 +191,7 @@ func deriveDates(source string) derivedDates {
 	var offsets []int                   // days from an anchor
 	var monthOffsets, yearOffsets []int // months and years from an anchor
 	has := func(s string) bool { return strings.Contains(source, s) }
-	word := func(w string) bool {
-		re := regexp.MustCompile(`\b` + w + `\b`)
-		return re.MatchString(source)
-	}
+	word := func(w string) bool { return wholeWords[w].MatchString(source) }
 	span := func(lo, hi int) {
 		for d := lo; d <= hi; d++ {
 			offsets = append(offsets, d)
@@ -322,7 +328,7 @@ func (dd *derivedDates) holds(c calendarDay) bool {
 	return dd.years[c.y]
 }
 
-// writeDate writes a date mention for a rejection.
+// String writes the date at its precision, as a rejection quotes it.
 func (c calendarDay) String() string {
 	switch {
 	case c.y == 0:
