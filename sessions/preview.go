@@ -39,6 +39,7 @@ func (s *Service) Preview(ctx context.Context, req *Request) (*Preview, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.preview = true
 	p, err := s.previewPlan(ctx, h)
 	if err != nil {
 		return nil, err

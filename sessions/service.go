@@ -306,6 +306,8 @@ type history struct {
 	// readOnly routes and reads without changing any cluster (Advise): a cluster the router
 	// would create is not created, and one not yet configured is read as it is.
 	readOnly bool
+	// preview only works out what a request would do (Preview): nothing of it is logged as done.
+	preview bool
 }
 
 // lockKey serializes the requests that may touch one session: a name with all of its forks, or,
@@ -531,7 +533,9 @@ func (s *Service) fork(ctx context.Context, h *history, base *hippocam.Session) 
 		return nil, err
 	}
 	id := forkName(h.Name, next)
-	s.log.Info("history diverged from the session; continuing in a fork", logTenant, h.Tenant, logSession, h.Name, logFork, id, "common", at)
+	if !h.preview {
+		s.log.Info("history diverged from the session; continuing in a fork", logTenant, h.Tenant, logSession, h.Name, logFork, id, "common", at)
+	}
 	sess := engine.NewSession(h.Tenant, id, h.Received.UTC())
 	sess.Transcript.Fork = &hippocam.Fork{From: base.ID, At: at}
 	return &plan{sess: sess, event: EventForked, fresh: true}, nil
