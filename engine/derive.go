@@ -18,7 +18,8 @@ import (
 //     year, in the common written forms or ISO) is an anchor; each relative expression present
 //     ("yesterday", "today", "tomorrow", a weekday's name, "last weekend", "last/this/next
 //     week", "month" or "year", "N days/weeks/months/years ago", "in N days") derives the dates
-//     it can mean from every anchor. A date of the memory is grounded when it is among them at
+//     it can mean from the anchors of its own message, or of the latest earlier message that
+//     has some. A date of the memory is grounded when it is among them at
 //     its own precision: a full date is a derived day, a month and year a month holding one, a
 //     lone year one of their years. A full date derivable from nothing is refused as a whole,
 //     even when its numbers appear apart.
@@ -170,10 +171,30 @@ func countWord(s string) []int {
 	return nil
 }
 
-// deriveDates collects the anchors of source (lower-cased) and every date its relative
-// expressions can mean from each of them.
-func deriveDates(source string) derivedDates {
+// deriveDates collects the dates texts (the messages in view and the instruction, in order,
+// lower-cased) state, and every date their relative expressions can mean: a relative expression
+// is resolved against the dates its own message states (a log's date, say), or those of the
+// latest message before it that states some.
+func deriveDates(texts []string) derivedDates {
 	dd := derivedDates{days: map[calendarDay]bool{}, months: map[calendarDay]bool{}, years: map[int]bool{}, dayMonths: map[calendarDay]bool{}}
+	var anchors []time.Time
+	for _, t := range texts {
+		anchors = dd.add(t, anchors)
+	}
+	for c := range dd.days {
+		dd.months[calendarDay{y: c.y, m: c.m}] = true
+	}
+	for c := range dd.months {
+		dd.years[c.y] = true
+	}
+	return dd
+}
+
+// add collects the dates source (one message's text, lower-cased) states, and those its relative
+// expressions mean from each of its own full dates, or, when it states none, from carried (the
+// dates of the latest earlier message that stated some). It returns the dates a later message
+// without dates of its own resolves against.
+func (dd *derivedDates) add(source string, carried []time.Time) []time.Time {
 	var anchors []time.Time
 	for _, m := range dateMentions(source) {
 		switch c := m.day; {
@@ -278,6 +299,9 @@ func deriveDates(source string) derivedDates {
 	if word("weekend") {
 		named = append(named, time.Saturday, time.Sunday)
 	}
+	if len(anchors) == 0 {
+		anchors = carried
+	}
 	for _, a := range anchors {
 		for _, o := range offsets {
 			dd.days[dayOf(a.AddDate(0, 0, o))] = true
@@ -298,13 +322,7 @@ func deriveDates(source string) derivedDates {
 			dd.years[a.Year()+o] = true
 		}
 	}
-	for c := range dd.days {
-		dd.months[calendarDay{y: c.y, m: c.m}] = true
-	}
-	for c := range dd.months {
-		dd.years[c.y] = true
-	}
-	return dd
+	return anchors
 }
 
 // holds reports whether the date c, at its precision, is among the derived dates.

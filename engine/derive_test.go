@@ -59,6 +59,7 @@ func TestGroundingDerivations(t *testing.T) {
 	refused := []struct{ name, fact, quoted string }{
 		{"invented date", "They met on 3 March 2019.", `"3 March 2019"`},
 		{"invented date of known parts", "Ana ran the lake race on 2 May 2025.", `"2 May 2025"`},
+		{"yesterday of another message's date", "Ana ran the lake race on 1 May 2023.", `"1 May 2023"`},
 		{"day the expressions do not reach", "Ana ran the lake race on 9 May 2023.", `"9 May 2023"`},
 		{"invented month", "Ana starts the new job in September 2023.", `"September 2023"`},
 		{"invented sum", "The repair cost 4,812.", `"4,812"`},
@@ -95,4 +96,19 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestGroundingCarriesTheDate: a message without a date of its own resolves its relative
+// expressions against the latest earlier message that states one.
+func TestGroundingCarriesTheDate(t *testing.T) {
+	ctx := []hippocam.Message{
+		{ID: "m1", Role: hippocam.RoleUser, Content: "Log of 2 June 2024 follows."},
+		{ID: "m2", Role: hippocam.RoleUser, Content: "Ira: the boat trip was yesterday."},
+	}
+	for fact, ok := range map[string]bool{"The boat trip was on 1 June 2024.": true, "The boat trip was on 31 May 2024.": false} {
+		out := engine.PalimOutput{Knowledge: []hippocam.KnowledgeItem{{Fact: fact, Evaluation: hippocam.EvalNeutral}}}
+		if p := engine.Check(hippocam.CallPalim, ctx, 1, nil, mustJSON(t, out)); (len(p) == 0) != ok {
+			t.Errorf("%q: problems %v, want accepted %v", fact, p, ok)
+		}
+	}
 }

@@ -187,6 +187,7 @@ type grounding struct {
 func newGrounding(context []hippocam.Message, lo int, instruction string) *grounding {
 	g := &grounding{words: map[string]bool{}, ids: map[string]bool{}, facts: map[string][]string{}}
 	var b strings.Builder
+	var texts []string // each message's text, lower-cased, then the instruction's
 	for i := range context {
 		m := &context[i]
 		if m.Kind.Hidden() {
@@ -194,6 +195,7 @@ func newGrounding(context []hippocam.Message, lo int, instruction string) *groun
 		}
 		from := b.Len()
 		writeMessageText(&b, m)
+		texts = append(texts, strings.ToLower(b.String()[from:]))
 		if i < lo {
 			continue
 		}
@@ -209,6 +211,7 @@ func newGrounding(context []hippocam.Message, lo int, instruction string) *groun
 		}
 	}
 	g.source = strings.ToLower(b.String() + "\n" + instruction)
+	texts = append(texts, strings.ToLower(instruction))
 	for _, w := range strings.FieldsFunc(g.source, func(r rune) bool { return !wordRune(r) }) {
 		g.words[w] = true
 	}
@@ -218,7 +221,7 @@ func newGrounding(context []hippocam.Message, lo int, instruction string) *groun
 	for _, k := range keys {
 		g.amounts[k] = true
 	}
-	g.dates = deriveDates(g.source)
+	g.dates = deriveDates(texts)
 	return g
 }
 
