@@ -30,7 +30,7 @@ func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Me
 			if err := decodeArgs(args, &out); err != nil {
 				return err
 			}
-			return out.Check(st.s.Context[lo:hi], instruction) // schema and plausibility (plausible.go)
+			return out.Check(st.s.Context[:hi], lo, instruction) // schema and plausibility (plausible.go)
 		})
 		if err != nil {
 			return memory, err
@@ -72,7 +72,7 @@ func (st *step) palimFit(ctx context.Context, lo, hi, target, level int) (hippoc
 		if err := decodeArgs(args, &out); err != nil {
 			return err
 		}
-		return out.Check(st.s.Context[lo:hi], instruction) // schema and plausibility (plausible.go)
+		return out.Check(st.s.Context[:hi], lo, instruction) // schema and plausibility (plausible.go)
 	})
 	if err != nil {
 		return hippocam.Message{}, err

@@ -26,10 +26,13 @@ import (
 //   - fact lines: a line that reads "KEY := VALUE" (after a list marker and an evaluation tag)
 //     must be stated by a fact or detail line of the span with the same key and value;
 //   - particulars: every number and every identifier-like token (one with a digit or an
-//     underscore, a dotted name, a path) of the memory must appear in the span's text (the
-//     messages' text, tool calls and their arguments) or in the instruction (which names the
-//     intents). For PALIM this applies to the knowledge items only: the narrative may count
-//     and summarise.
+//     underscore, a dotted name, a path) of the memory must appear in the text of the messages
+//     in view (the span and the context before it: text, tool calls and their arguments, so
+//     that a value carried over from an earlier memory counts) or in the instruction (which
+//     names the intents), or follow from them (derive.go: a relative date resolved against a
+//     date stated there, a unit or number written another way). A full date that follows from
+//     nothing is refused whole. For PALIM this applies to the knowledge items only: the
+//     narrative may count and summarise.
 //
 // Matching is case-insensitive and whole-word; a compound token (a path, "12-15", "1,200") that
 // does not appear whole is accepted when each of its parts does.
@@ -99,17 +102,22 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// Check validates PRECIP's memory: Validate, then its grounding in span (the messages it
-// replaces) and instruction (see above).
-func (o *PrecipOutput) Check(span []hippocam.Message, instruction string) error {
+// Check validates PRECIP's memory: Validate, then its grounding (see above) in the span
+// context[lo:] (the messages it replaces, which end the request), the messages before it in view
+// and instruction.
+func (o *PrecipOutput) Check(context []hippocam.Message, lo int, instruction string) error {
+	return joinReasons(o.problems(context, lo, instruction))
+}
+
+func (o *PrecipOutput) problems(context []hippocam.Message, lo int, instruction string) []string {
 	if err := o.Validate(); err != nil {
-		return err
+		return []string{err.Error()}
 	}
-	g := newGrounding(span, instruction)
+	g := newGrounding(context, lo, instruction)
 	var reasons []string
 	reasons = append(reasons, g.refs("the memory", o.Memory)...)
 	reasons = append(reasons, g.text("the memory", withoutRevisions(o.Memory))...)
-	return joinReasons(reasons)
+	return reasons
 }
 
 // withoutRevisions leaves out the lines that say which earlier statement a fact replaces: they
@@ -130,19 +138,24 @@ func withoutRevisions(text string) string {
 }
 
 // Check validates PALIM's memory: Validate, then the grounding of its narrative's refs and of its
-// knowledge items in span (the messages it replaces) and instruction (see above).
-func (o *PalimOutput) Check(span []hippocam.Message, instruction string) error {
+// knowledge items (see above) in the span context[lo:] (the messages it replaces, which end the
+// request), the messages before it in view and instruction.
+func (o *PalimOutput) Check(context []hippocam.Message, lo int, instruction string) error {
+	return joinReasons(o.problems(context, lo, instruction))
+}
+
+func (o *PalimOutput) problems(context []hippocam.Message, lo int, instruction string) []string {
 	if err := o.Validate(); err != nil {
-		return err
+		return []string{err.Error()}
 	}
-	g := newGrounding(span, instruction)
+	g := newGrounding(context, lo, instruction)
 	reasons := g.refs("the narrative", o.Narrative)
 	for i, k := range o.Knowledge {
 		where := fmt.Sprintf("knowledge[%d]", i)
 		reasons = append(reasons, g.refs(where, k.Fact)...)
 		reasons = append(reasons, g.text(where, k.Fact)...)
 	}
-	return joinReasons(reasons)
+	return reasons
 }
 
 // maxReasons bounds the reasons one rejection lists.
@@ -160,18 +173,30 @@ func joinReasons(reasons []string) error {
 
 // grounding is what a memory may draw on.
 type grounding struct {
-	source string              // the span's text and the instruction, lower-cased
+	source string              // the text of the messages in view and the instruction, lower-cased
 	words  map[string]bool     // the maximal runs of letters, digits and '_' of source
 	ids    map[string]bool     // refs and ids of the span's messages
 	facts  map[string][]string // key -> the values the span's fact and detail lines give it
+	// What follows from source (derive.go, amount.go): its numbers as plain digits (also those
+	// written in words), its amounts as "NUMBER UNIT", the dates it states or lets resolve.
+	numbers map[string]bool
+	amounts map[string]bool
+	dates   derivedDates
 }
 
-func newGrounding(span []hippocam.Message, instruction string) *grounding {
+func newGrounding(context []hippocam.Message, lo int, instruction string) *grounding {
 	g := &grounding{words: map[string]bool{}, ids: map[string]bool{}, facts: map[string][]string{}}
 	var b strings.Builder
-	for i := range span {
-		m := &span[i]
+	var texts []string // each message's text, lower-cased, then the instruction's
+	for i := range context {
+		m := &context[i]
 		if m.Kind.Hidden() {
+			continue
+		}
+		from := b.Len()
+		writeMessageText(&b, m)
+		texts = append(texts, strings.ToLower(b.String()[from:]))
+		if i < lo {
 			continue
 		}
 		for _, id := range []string{m.ID, m.Ref} {
@@ -179,30 +204,71 @@ func newGrounding(span []hippocam.Message, instruction string) *grounding {
 				g.ids[id] = true
 			}
 		}
-		b.WriteString(m.Content)
-		b.WriteByte('\n')
-		for _, c := range m.ToolCalls {
-			b.WriteString(c.Name)
-			b.WriteByte(' ')
-			b.WriteString(c.Arguments)
-			b.WriteByte('\n')
-		}
-		for _, k := range m.Knowledge {
-			b.WriteString(k.Fact)
-			b.WriteByte('\n')
+		for _, l := range strings.Split(b.String()[from:], "\n") {
+			if key, value, ok := factLine(l); ok {
+				g.facts[key] = append(g.facts[key], value)
+			}
 		}
 	}
-	text := b.String()
-	for _, l := range strings.Split(text, "\n") {
-		if key, value, ok := factLine(l); ok {
-			g.facts[key] = append(g.facts[key], value)
-		}
-	}
-	g.source = strings.ToLower(text + "\n" + instruction)
+	g.source = strings.ToLower(b.String() + "\n" + instruction)
+	texts = append(texts, strings.ToLower(instruction))
 	for _, w := range strings.FieldsFunc(g.source, func(r rune) bool { return !wordRune(r) }) {
 		g.words[w] = true
 	}
+	g.numbers = numbersOf(g.source)
+	g.amounts = map[string]bool{}
+	keys, _ := amounts(g.source)
+	for _, k := range keys {
+		g.amounts[k] = true
+	}
+	g.dates = deriveDates(texts)
 	return g
+}
+
+// derived blanks out of l (lower-cased) the dates and amounts that follow from the source, so
+// that their numbers are not looked for one by one, and returns the full dates it writes that
+// follow from nothing, and the months of a year (blanked as well: they are reported whole).
+func (g *grounding) derived(l string) (string, []string) {
+	b := []byte(l)
+	blank := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			b[i] = ' '
+		}
+	}
+	var bad []string
+	for _, m := range dateMentions(l) {
+		switch {
+		case g.dates.holds(m.day) || g.found(l[m.lo:m.hi]):
+			blank(m.lo, m.hi)
+		case m.day.m != 0 && m.day.y != 0: // a full date, or a month of a year
+			bad = append(bad, m.day.String())
+			blank(m.lo, m.hi)
+		}
+	}
+	keys, at := amounts(l)
+	for i, k := range keys {
+		if g.amounts[k] {
+			blank(at[i][0], at[i][1])
+		}
+	}
+	return string(b), bad
+}
+
+// writeMessageText writes what a memory may draw on from m: its text, its tool calls with their
+// arguments and its knowledge items.
+func writeMessageText(b *strings.Builder, m *hippocam.Message) {
+	b.WriteString(m.Content)
+	b.WriteByte('\n')
+	for _, c := range m.ToolCalls {
+		b.WriteString(c.Name)
+		b.WriteByte(' ')
+		b.WriteString(c.Arguments)
+		b.WriteByte('\n')
+	}
+	for _, k := range m.Knowledge {
+		b.WriteString(k.Fact)
+		b.WriteByte('\n')
+	}
 }
 
 // refs returns a reason for every ref text names that the span does not hold.
@@ -230,7 +296,18 @@ func (g *grounding) text(where, text string) []string {
 			}
 			continue
 		}
-		for _, tok := range particulars(stripRefTags(l)) {
+		rest, dates := g.derived(strings.ToLower(stripRefTags(l)))
+		for _, d := range dates {
+			if !contains(missing, d) {
+				missing = append(missing, d)
+			}
+		}
+		for _, name := range names(stripRefTags(l)) {
+			if !g.namesWord(name) && !contains(missing, name) {
+				missing = append(missing, name)
+			}
+		}
+		for _, tok := range particulars(rest) {
 			if !g.grounded(tok) && !contains(missing, tok) {
 				missing = append(missing, tok)
 			}
@@ -247,7 +324,7 @@ func (g *grounding) grounded(tok string) bool {
 	if g.words[tok] || g.found(tok) {
 		return true
 	}
-	if digitsOnly := strings.ReplaceAll(tok, ",", ""); digitsOnly != tok && g.found(digitsOnly) {
+	if digitsOnly := strings.ReplaceAll(tok, ",", ""); digitsOnly != tok && g.found(digitsOnly) || g.numbers[digitsOnly] {
 		return true
 	}
 	parts := strings.FieldsFunc(tok, func(r rune) bool { return !wordRune(r) })

@@ -132,7 +132,7 @@ func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing 
 		if err := decodeArgs(args, &out); err != nil {
 			return err
 		}
-		if err := out.Check(st.s.Context[lo:hi], b.String()); err != nil { // schema and plausibility (plausible.go)
+		if err := out.Check(st.s.Context[:hi], lo, b.String()); err != nil { // schema and plausibility (plausible.go)
 			return err
 		}
 		if n := st.e.tok.Count(out.Memory); n > limit {

@@ -206,7 +206,7 @@ func (st *step) recallMemory(ctx context.Context, lo, hi int, question, answer s
 		if err := decodeArgs(args, &out); err != nil {
 			return err
 		}
-		if err := out.Check(st.s.Context[lo:hi], b.String()); err != nil {
+		if err := out.Check(st.s.Context[:hi], lo, b.String()); err != nil {
 			return err
 		}
 		if n := st.e.tok.Count(out.Memory); n > limit {

@@ -284,11 +284,11 @@ func TestGrounding(t *testing.T) {
 		"detail shop_owner (in the archive)",
 	}
 	for _, memory := range ok {
-		if err := (&engine.PrecipOutput{Memory: memory}).Check(span, instruction); err != nil {
+		if err := (&engine.PrecipOutput{Memory: memory}).Check(span, 0, instruction); err != nil {
 			t.Errorf("PRECIP %q: %v", memory, err)
 		}
 		out := engine.PalimOutput{Narrative: "I read the export.", Knowledge: []hippocam.KnowledgeItem{{Fact: memory, Evaluation: hippocam.EvalNeutral}}}
-		if err := out.Check(span, instruction); err != nil {
+		if err := out.Check(span, 0, instruction); err != nil {
 			t.Errorf("PALIM %q: %v", memory, err)
 		}
 	}
@@ -304,14 +304,14 @@ func TestGrounding(t *testing.T) {
 		"Rows live in /var/data/exports/shop.csv": `"var/data/exports/shop.csv"`,
 	}
 	for memory, quoted := range bad {
-		err := (&engine.PrecipOutput{Memory: memory}).Check(span, instruction)
+		err := (&engine.PrecipOutput{Memory: memory}).Check(span, 0, instruction)
 		if err == nil || !strings.Contains(err.Error(), quoted) {
 			t.Errorf("PRECIP %q: %v, want a rejection quoting %s", memory, err, quoted)
 		}
 	}
 	// The narrative may count and summarise; only its refs are checked.
 	out := engine.PalimOutput{Narrative: "I did 3 things in 2 messages.", Knowledge: []hippocam.KnowledgeItem{}}
-	if err := out.Check(span, ""); err != nil {
+	if err := out.Check(span, 0, ""); err != nil {
 		t.Errorf("narrative with counts: %v", err)
 	}
 }

@@ -47,6 +47,8 @@ Usage:
         serve one tenant's memory, lessons and clusters over MCP on stdio (beside a running serve)
   hippocam learn --stream FILE [--conditions a,b] [--attempts N] [--context-window W] [--advisory-budget TOKENS] [--json]
         run a task stream under each learning condition with the simulated model, offline
+  hippocam check [--json] FILE
+        run recorded JANUS, PALIM and PRECIP answers through the engine's validators, offline
   hippocam version
 
 Run 'hippocam COMMAND -h' for a command's flags.
@@ -61,6 +63,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var cmd Command
 	switch args[0] {
+	case "check":
+		cmd = &CheckCommand{Stdout: stdout, Stderr: stderr}
 	case "replay":
 		cmd = &ReplayCommand{Stdout: stdout, Stderr: stderr}
 	case "serve":
