@@ -34,6 +34,13 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 
+// String returns what was written so far.
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // lines returns the JSON log lines written so far.
 func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 	s.mu.Lock()
