@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
 )
@@ -204,7 +204,7 @@ func startCLIStack(t *testing.T, extra ...string) *cliStack {
 // serve is a `hippocam serve` process.
 type serve struct {
 	root string
-	log  *syncBuffer
+	log  *servetest.Log
 }
 
 // startServe builds the hippocam binary and runs `hippocam serve` in front of upstream with a
@@ -212,101 +212,9 @@ type serve struct {
 // agent's would be: a CLI's framing and tools alone weigh tens of thousands of tokens.
 func startServe(t *testing.T, upstream string, extra ...string) *serve {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hippocam")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hippocam: %v\n%s", err, out)
-	}
-	// serve reads its settings from HIPPOCAM_* and upstream keys from OPENAI_* and ANTHROPIC_*:
-	// none of the developer's may leak in.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HIPPOCAM_") && !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "ANTHROPIC_") {
-			env = append(env, kv)
-		}
-	}
-	for try := 0; try < 3; try++ {
-		addr := freeLoopbackAddr(t)
-		s := &serve{root: "http://" + addr, log: &syncBuffer{}}
-		args := append([]string{"serve", "--addr", addr, "--db", filepath.Join(dir, fmt.Sprintf("serve%d.db", try)),
-			"--upstream", upstream, "--context-window", "400000", "--model", "hippocam-sim"}, extra...)
-		cmd := exec.Command(bin, args...)
-		cmd.Env, cmd.Stdout, cmd.Stderr = env, s.log, s.log
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start hippocam serve: %v", err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		if healthy(s.root+"/healthz", exited) {
-			t.Cleanup(func() {
-				cmd.Process.Signal(os.Interrupt)
-				select {
-				case <-exited:
-				case <-time.After(30 * time.Second):
-					cmd.Process.Kill()
-					<-exited
-					t.Errorf("hippocam serve did not shut down in 30 s")
-				}
-			})
-			return s
-		}
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-		// The port may have been taken between freeLoopbackAddr and serve's listen: try another.
-		if try == 2 {
-			t.Fatalf("hippocam serve did not come up:\n%s", s.log.String())
-		}
-	}
-	return nil
-}
-
-// healthy waits up to 20 s for url to answer 200, and reports false early if the process exits.
-func healthy(url string, exited chan error) bool {
-	for i := 0; i < 400; i++ {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return false
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// syncBuffer is a bytes.Buffer that a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	args := append([]string{"--upstream", upstream, "--context-window", "400000", "--model", "hippocam-sim"}, extra...)
+	root, log := servetest.Start(t, servetest.Build(t), servetest.Env("HIPPOCAM_", "OPENAI_", "ANTHROPIC_"), args...)
+	return &serve{root: root, log: log}
 }
 
 // harnessInstalled checks that every dependency of the npm harness in dir (its package.json) is

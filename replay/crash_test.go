@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/sessions"
 	"github.com/hippocam/hippocam/sqlite"
 )
@@ -45,7 +46,7 @@ func TestKillNine(t *testing.T) {
 	}))
 	dir := t.TempDir()
 	db := filepath.Join(dir, "crash.db")
-	srv := &killable{t: t, bin: buildHippocam(t), addr: freeLoopbackAddr(t),
+	srv := &killable{t: t, bin: servetest.Build(t), addr: servetest.FreeAddr(t),
 		args: []string{"--db", db, "--upstream", upstream + "/v1", "--context-window", "4000", "--model", "hippocam-sim", "--job-lease", "1s"}}
 	srv.start()
 
@@ -314,20 +315,20 @@ type killable struct {
 	args   []string
 	cmd    *exec.Cmd
 	exited chan error
-	log    *syncBuffer
+	log    *servetest.Log
 }
 
 func (k *killable) start() {
 	k.t.Helper()
-	k.log = &syncBuffer{}
+	k.log = &servetest.Log{}
 	cmd := exec.Command(k.bin, append([]string{"serve", "--addr", k.addr}, k.args...)...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = cleanEnv(), k.log, k.log
+	cmd.Env, cmd.Stdout, cmd.Stderr = servetest.Env("HIPPOCAM_", "OPENAI_"), k.log, k.log
 	if err := cmd.Start(); err != nil {
 		k.t.Fatal(err)
 	}
 	k.cmd, k.exited = cmd, make(chan error, 1)
 	go func() { k.exited <- cmd.Wait() }()
-	if !up("http://"+k.addr+"/healthz", k.exited) {
+	if !servetest.Healthy("http://"+k.addr+"/healthz", k.exited) {
 		k.t.Fatalf("hippocam serve did not come up: %s", k.log.String())
 	}
 	k.t.Cleanup(func() {
@@ -377,29 +378,4 @@ func newServer(t *testing.T, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
-}
-
-// buildHippocam builds the binary into a temporary directory.
-func buildHippocam(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not on PATH to build hippocam: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "hippocam")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hippocam: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// cleanEnv is the environment without the developer's HIPPOCAM_* and OPENAI_* settings.
-func cleanEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HIPPOCAM_") && !strings.HasPrefix(kv, "OPENAI_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/learn/stream"
 	"github.com/hippocam/hippocam/sqlite"
 )
@@ -61,11 +62,11 @@ func learnThroughTheProxy(t *testing.T, path string) {
 	if err := os.WriteFile(keys, []byte("acme k-acme\nother k-other\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeLoopbackAddr(t)
-	cmd := exec.Command(buildHippocam(t), "serve", "--addr", addr, "--db", filepath.Join(dir, "learn.db"), "--keys", keys,
+	addr := servetest.FreeAddr(t)
+	cmd := exec.Command(servetest.Build(t), "serve", "--addr", addr, "--db", filepath.Join(dir, "learn.db"), "--keys", keys,
 		"--upstream", upstream.URL+"/v1", "--context-window", "8000", "--model", "hippocam-sim", "--learn", "routed")
-	log := &syncBuffer{}
-	cmd.Env, cmd.Stdout, cmd.Stderr = cleanEnv(), log, log
+	log := &servetest.Log{}
+	cmd.Env, cmd.Stdout, cmd.Stderr = servetest.Env("HIPPOCAM_", "OPENAI_"), log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func learnThroughTheProxy(t *testing.T, path string) {
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); <-exited })
 	root := "http://" + addr
-	if !up(root+"/healthz", exited) {
+	if !servetest.Healthy(root+"/healthz", exited) {
 		t.Fatalf("serve did not come up: %s", log.String())
 	}
 	call := func(method, path, key string, body any, header ...string) (int, http.Header, []byte) {

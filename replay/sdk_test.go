@@ -7,17 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
 )
@@ -265,111 +264,16 @@ func simServer(t *testing.T, rewrite func([]byte) []byte) *httptest.Server {
 // proxy is a `hippocam serve` process.
 type proxy struct {
 	root string
-	log  *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that a process writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log  *servetest.Log
 }
 
 // startProxy builds the hippocam binary and runs `hippocam serve` in front of upstream (an
 // OpenAI-compatible base URL) with a fresh SQLite store, until the test ends.
 func startProxy(t *testing.T, upstream string) *proxy {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not on PATH to build hippocam: %v", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "hippocam")
-	build := exec.Command(goBin, "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hippocam: %v\n%s", err, out)
-	}
-	// serve reads its settings from HIPPOCAM_* and the upstream key from OPENAI_API_KEY: none of
-	// the developer's may leak in.
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HIPPOCAM_") && !strings.HasPrefix(kv, "OPENAI_") {
-			env = append(env, kv)
-		}
-	}
-	for try := 0; ; try++ {
-		addr := freeLoopbackAddr(t)
-		p := &proxy{root: "http://" + addr, log: &syncBuffer{}}
-		cmd := exec.Command(bin, "serve", "--addr", addr, "--db", filepath.Join(dir, fmt.Sprintf("sdk%d.db", try)),
-			"--upstream", upstream, "--context-window", "8000", "--model", "hippocam-sim")
-		cmd.Env, cmd.Stdout, cmd.Stderr = env, p.log, p.log
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start hippocam serve: %v", err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		if up(p.root+"/healthz", exited) {
-			t.Cleanup(func() {
-				cmd.Process.Signal(os.Interrupt)
-				select {
-				case <-exited:
-				case <-time.After(30 * time.Second):
-					cmd.Process.Kill()
-					<-exited
-					t.Errorf("hippocam serve did not shut down in 30 s")
-				}
-			})
-			return p
-		}
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-		// The port may have been taken between freeLoopbackAddr and serve's listen: try another.
-		if try == 2 {
-			t.Fatalf("hippocam serve did not come up:\n%s", p.log.String())
-		}
-	}
-}
-
-// up waits up to 20 s for url to answer, and reports false early if the process exits.
-func up(url string, exited chan error) bool {
-	for i := 0; i < 400; i++ {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return false
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	root, log := servetest.Start(t, servetest.Build(t), servetest.Env("HIPPOCAM_", "OPENAI_"),
+		"--upstream", upstream, "--context-window", "8000", "--model", "hippocam-sim")
+	return &proxy{root: root, log: log}
 }
 
 // checkRun fails the test unless the script passed its one variant with the turns' answers.

@@ -1,0 +1,137 @@
+// Package servetest runs the hippocam binary's serve command for end-to-end tests, as a user
+// would: built from this module, on a free loopback port, with a fresh SQLite store, and stopped
+// with an interrupt when the test ends. Only tests import it.
+package servetest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Log is a bytes.Buffer that a process writes while the test reads it.
+type Log struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Build builds the hippocam binary into a temporary directory and returns its path.
+func Build(t testing.TB) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go is not on PATH to build hippocam: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "hippocam")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/hippocam: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Env is this process's environment without the variables whose names begin with one of
+// prefixes: serve reads its settings from HIPPOCAM_* and upstream keys from OPENAI_* and
+// ANTHROPIC_*, and none of the developer's may leak into a test.
+func Env(prefixes ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, p := range prefixes {
+			keep = keep && !strings.HasPrefix(kv, p)
+		}
+		if keep {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// Start runs `bin serve --addr ADDR --db FILE args...` with env until the test ends, and returns
+// its root URL and its log. A port taken between choosing it and serve's listen is tried again
+// with another, twice at most.
+func Start(t testing.TB, bin string, env []string, args ...string) (string, *Log) {
+	t.Helper()
+	dir := t.TempDir()
+	for try := 0; ; try++ {
+		addr := FreeAddr(t)
+		root, log := "http://"+addr, &Log{}
+		cmd := exec.Command(bin, append([]string{"serve", "--addr", addr, "--db", filepath.Join(dir, fmt.Sprintf("serve%d.db", try))}, args...)...)
+		cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start hippocam serve: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		if Healthy(root+"/healthz", exited) {
+			t.Cleanup(func() {
+				cmd.Process.Signal(os.Interrupt)
+				select {
+				case <-exited:
+				case <-time.After(30 * time.Second):
+					cmd.Process.Kill()
+					<-exited
+					t.Errorf("hippocam serve did not shut down in 30 s")
+				}
+			})
+			return root, log
+		}
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+		if try == 2 {
+			t.Fatalf("hippocam serve did not come up:\n%s", log.String())
+		}
+	}
+}
+
+// Healthy waits up to 20 s for url to answer, reports whether it answered 200, and reports false
+// early if the process exits (its exit stays in exited for the caller).
+func Healthy(url string, exited chan error) bool {
+	for i := 0; i < 400; i++ {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
