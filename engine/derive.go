@@ -120,24 +120,22 @@ func dateMentions(text string) []dateMention {
 			add(m[0], m[1], c)
 		}
 	}
-	for _, m := range dayMonthYear.FindAllStringSubmatchIndex(text, -1) {
-		y := 0
-		if m[6] >= 0 {
-			y = num(text[m[6]:m[7]])
-		}
-		if c, ok := validDay(max(y, 2000), monthNumber(text[m[4]:m[5]]), num(text[m[2]:m[3]])); ok {
-			c.y = y
-			add(m[0], m[1], c)
-		}
-	}
-	for _, m := range monthDayYear.FindAllStringSubmatchIndex(text, -1) {
-		y := 0
-		if m[6] >= 0 {
-			y = num(text[m[6]:m[7]])
-		}
-		if c, ok := validDay(max(y, 2000), monthNumber(text[m[2]:m[3]]), num(text[m[4]:m[5]])); ok {
-			c.y = y
-			add(m[0], m[1], c)
+	// "8 May 2023" and "May 8, 2023" differ only in which group holds the day and the month;
+	// the year may be left out.
+	for _, f := range []struct {
+		re         *regexp.Regexp
+		day, month int // submatch group numbers
+	}{{dayMonthYear, 1, 2}, {monthDayYear, 2, 1}} {
+		for _, m := range f.re.FindAllStringSubmatchIndex(text, -1) {
+			y := 0
+			if m[6] >= 0 {
+				y = num(text[m[6]:m[7]])
+			}
+			day, month := text[m[2*f.day]:m[2*f.day+1]], text[m[2*f.month]:m[2*f.month+1]]
+			if c, ok := validDay(max(y, 2000), monthNumber(month), num(day)); ok {
+				c.y = y
+				add(m[0], m[1], c)
+			}
 		}
 	}
 	for _, m := range monthYear.FindAllStringSubmatchIndex(text, -1) {
