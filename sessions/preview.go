@@ -73,13 +73,7 @@ func (s *Service) readPreview(req *Request) (*history, error) {
 	if conv == nil || conv.Messages[len(conv.Messages)-1].Role != hippocam.RoleAssistant {
 		return s.read(req)
 	}
-	if msgs := hippocam.ExchangesWhole(conv.Messages); &msgs[0] != &conv.Messages[0] {
-		// In the order read gives every request (a system message inside a tool exchange after
-		// its results), so that it matches the session's transcript.
-		moved := *conv
-		moved.Messages, moved.Hashes = msgs, nil
-		conv = &moved
-	}
+	conv = wholeExchanges(conv) // in the order read gives every request, to match the transcript
 	// Checked with a stand-in last message, the rules are the same for the rest.
 	probe := *conv
 	probe.Messages = append(conv.Messages[:len(conv.Messages):len(conv.Messages)], hippocam.Message{Role: hippocam.RoleUser})

@@ -330,15 +330,7 @@ func (s *Service) read(req *Request) (*history, error) {
 	if conv == nil || len(conv.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "the conversation holds no message after its system prompt")
 	}
-	if msgs := hippocam.ExchangesWhole(conv.Messages); &msgs[0] != &conv.Messages[0] {
-		// A system or developer message inside a tool exchange (the Responses API takes one
-		// anywhere) is kept just after the exchange's results, where every format and the
-		// engine's whole exchanges want it; each message keeps its own bytes. The same order
-		// is made of every later request, so the session continues.
-		moved := *conv
-		moved.Messages, moved.Hashes = msgs, nil
-		conv = &moved
-	}
+	conv = wholeExchanges(conv)
 	if err := checkConversation(conv); err != nil {
 		return nil, err
 	}
@@ -353,6 +345,21 @@ func (s *Service) read(req *Request) (*history, error) {
 		}
 	}
 	return h, nil
+}
+
+// wholeExchanges returns conv with each system or developer message that stands inside a tool
+// exchange (the Responses API takes one anywhere) moved just after the exchange's results, where
+// every format and the engine's whole exchanges want it (hippocam.ExchangesWhole); each message
+// keeps its own bytes. Every request is read in this order, so a session that holds one
+// continues. conv itself is returned when nothing moves.
+func wholeExchanges(conv *hippocam.Conversation) *hippocam.Conversation {
+	msgs := hippocam.ExchangesWhole(conv.Messages)
+	if len(msgs) == 0 || &msgs[0] == &conv.Messages[0] {
+		return conv
+	}
+	moved := *conv
+	moved.Messages, moved.Hashes = msgs, nil // the reader's hashes are of the order it read
+	return &moved
 }
 
 // checkConversation checks what every format must respect: tools with names that are not
