@@ -77,17 +77,7 @@ func TestServeEndpoints(t *testing.T) {
 // endpoints.mjs): a stored response read back, both token counts, compaction and the request
 // after it continuing the same session, a model and embeddings passed through.
 func TestServeEndpointsNodeSDK(t *testing.T) {
-	dir, _ := filepath.Abs("../../httpapi/testdata/node")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "openai"))
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the SDK harness needs node and `npm ci` in %s: %v", dir, err)
-		}
-		t.Skipf("official SDK test skipped (%v); run `npm ci` in %s", err, dir)
-	}
+	node, dir := nodeHarness(t)
 	simAddr, addr := freeAddr(t), freeAddr(t)
 	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "sdk.db"), "--upstream", "http://"+simAddr+"/v1", "--model", "hippocam-sim")

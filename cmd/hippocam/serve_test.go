@@ -143,11 +143,11 @@ func clip(s string) string {
 	return s
 }
 
-// The official OpenAI Node SDK, as an ordinary client of the proxy, completes a non-streamed and
-// a streamed tool-calling exchange (httpapi/testdata/node/sdk_exchange.mjs), with the answer to
-// its question coming through Hippocam's memory.
-func TestServeNodeSDK(t *testing.T) {
-	dir, _ := filepath.Abs("../../httpapi/testdata/node")
+// nodeHarness returns node and the official-SDK harness's directory, failing the test under CI
+// and skipping it elsewhere when either is missing (the harness needs `npm ci`).
+func nodeHarness(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir, _ = filepath.Abs("../../httpapi/testdata/node")
 	node, err := exec.LookPath("node")
 	if err == nil {
 		_, err = os.Stat(filepath.Join(dir, "node_modules", "openai"))
@@ -158,6 +158,14 @@ func TestServeNodeSDK(t *testing.T) {
 		}
 		t.Skipf("official SDK test skipped (%v); run `npm ci` in %s", err, dir)
 	}
+	return node, dir
+}
+
+// The official OpenAI Node SDK, as an ordinary client of the proxy, completes a non-streamed and
+// a streamed tool-calling exchange (httpapi/testdata/node/sdk_exchange.mjs), with the answer to
+// its question coming through Hippocam's memory.
+func TestServeNodeSDK(t *testing.T) {
+	node, dir := nodeHarness(t)
 	simAddr, addr := freeAddr(t), freeAddr(t)
 	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "sdk.db"), "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000")
