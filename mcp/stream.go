@@ -167,12 +167,9 @@ func (e *ending) ch(r *http.Request) chan struct{} {
 	if !ok {
 		done = make(chan struct{})
 		e.servers[hs] = done
-		hs.RegisterOnShutdown(func() {
-			e.mu.Lock()
-			delete(e.servers, hs)
-			e.mu.Unlock()
-			close(done)
-		})
+		// The closed channel stays: a stream the client reopens on a server that is shutting
+		// down must end at once too, or Shutdown would wait for it.
+		hs.RegisterOnShutdown(func() { close(done) })
 	}
 	return done
 }
