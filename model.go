@@ -56,6 +56,9 @@ type Request struct {
 	// ToolChoice is "" (the provider's default), "auto", "none", "required", or a tool name
 	// the model must call.
 	ToolChoice string
+	// Structured, when set, asks for an answer that is one JSON object following a schema, by the
+	// upstream's own means (structured.go). Such a request offers no Tools.
+	Structured *Structured
 	// MaxTokens is the most the answer may take (0: the adapter's default). Every upstream
 	// adapter sends it in its own format's field.
 	MaxTokens int

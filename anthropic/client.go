@@ -61,6 +61,9 @@ func New(cfg Config) (*Client, error) {
 // with something unreadable or over 32 MiB. A refusal by status is a *StatusError. When ctx
 // ends the error is EUNAVAILABLE and errors.Is matches ctx.Err().
 func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	if err := c.structuredRefused(req); err != nil {
+		return nil, err
+	}
 	body, err := c.requestBody(req, false)
 	if err != nil {
 		return nil, err
@@ -74,13 +77,45 @@ func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, c.structuredError(req, err)
 	}
 	resp, err := decodeResponse(raw)
 	if err == nil {
 		hippocam.RestoreCalls(req.Tools, hippocam.FormatAnthropic, &resp.Message)
 	}
 	return resp, err
+}
+
+// modelOf is the model req is sent to.
+func (c *Client) modelOf(req *hippocam.Request) string {
+	if req != nil && req.Model != "" {
+		return req.Model
+	}
+	return c.cfg.Model
+}
+
+// structuredRefused is the error of a structured request (hippocam.Request.Structured) to an
+// upstream and model that refused one earlier in this process: a remembered
+// *hippocam.StructuredRefusal, and nothing is sent. Nil otherwise.
+func (c *Client) structuredRefused(req *hippocam.Request) error {
+	if req == nil || req.Structured == nil || !hippocam.StructuredRefused(c.url, c.modelOf(req)) {
+		return nil
+	}
+	return &hippocam.StructuredRefusal{Upstream: c.url, Model: c.modelOf(req), Remembered: true}
+}
+
+// structuredError turns the upstream's refusal of a structured request's forced tool
+// (hippocam.RefusesStructured) into a *hippocam.StructuredRefusal, and remembers it for the
+// upstream and model; other errors are returned as they are.
+func (c *Client) structuredError(req *hippocam.Request, err error) error {
+	if req == nil || req.Structured == nil || !hippocam.RefusesStructured(err) {
+		return err
+	}
+	model := c.modelOf(req)
+	hippocam.RememberStructuredRefusal(c.url, model)
+	c.log.Warn("the upstream refused structured output; remembered for this upstream and model",
+		"upstream", c.url, "model", model, "error", err)
+	return &hippocam.StructuredRefusal{Upstream: c.url, Model: model, Err: err}
 }
 
 // roleOf returns the call role of req, CallAgent when it names none.

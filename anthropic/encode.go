@@ -43,6 +43,9 @@ import (
 //     from the OpenAI formats the shared settings are translated (temperature capped at 1, the
 //     format's maximum; stop as stop_sequences; parallel_tool_calls false as
 //     disable_parallel_tool_use; user as metadata.user_id) and the rest left out.
+//   - Structured (a structured answer) becomes the only tool, named Structured.Name with the
+//     schema as its input_schema, and tool_choice {"type":"tool","name":…}: the answer is the
+//     tool_use block's input, given back as a call of that name.
 //   - Prompt caching (unless Config.NoPromptCache): cache_control {"type":"ephemeral"} on the
 //     last system block, the last tool and the last block of each of the last two turns. The
 //     engine only appends to a session's context, so these prefixes recur from call to call.
@@ -85,7 +88,20 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 	if len(wr.Messages) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "anthropic: the request has no message with content")
 	}
+	if s := req.Structured; s != nil {
+		// A structured answer is a forced call of a tool whose input is the answer; the
+		// request offers nothing else.
+		schema := s.Schema
+		if firstByte(schema) != '{' {
+			schema = json.RawMessage(defaultSchema)
+		}
+		wr.Tools = []Tool{{Name: s.Name, Description: s.Description, InputSchema: schema}}
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: s.Name}
+	}
 	for _, t := range req.Tools {
+		if req.Structured != nil {
+			break
+		}
 		u, ok := hippocam.UpstreamTool(t, hippocam.FormatAnthropic)
 		if !ok {
 			continue
@@ -100,13 +116,14 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		}
 		wr.Tools = append(wr.Tools, Tool{Name: u.Name, Description: u.Description, InputSchema: schema})
 	}
-	switch choice := hippocam.UpstreamToolChoice(req.Tools, req.ToolChoice, hippocam.FormatAnthropic); choice {
-	case "":
-	case "auto":
+	switch choice := hippocam.UpstreamToolChoice(req.Tools, req.ToolChoice, hippocam.FormatAnthropic); {
+	case req.Structured != nil:
+	case choice == "":
+	case choice == "auto":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAuto}
-	case "none":
+	case choice == "none":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceNone}
-	case "required":
+	case choice == "required":
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAny}
 	default:
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: choice}

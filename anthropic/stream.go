@@ -39,6 +39,9 @@ func (c *Client) Stream(ctx context.Context, req *hippocam.Request, onText func(
 // bounds the wait for the headers and the first line, Config.IdleTimeout every pause after it.
 // Errors otherwise as for Complete; a stream that ends without message_stop is EUNAVAILABLE.
 func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn func(text string) error) (*hippocam.Response, error) {
+	if err := c.structuredRefused(req); err != nil {
+		return nil, err
+	}
 	body, err := c.requestBody(req, true)
 	if err != nil {
 		return nil, err
@@ -56,7 +59,7 @@ func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn f
 		if errors.As(err, &cb) {
 			return nil, fmt.Errorf("stream callback: %w", cb.err)
 		}
-		return nil, err
+		return nil, c.structuredError(req, err)
 	}
 	resp, err := asm.response()
 	if err == nil {

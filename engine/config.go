@@ -50,6 +50,10 @@ type Config struct {
 	// end with a short instruction only. It costs about 4,500 tokens of every request's window (the
 	// four prompts with every rule of B.2), so ForWindow turns it on from W = SharedPromptsFrom.
 	SharedPrompts bool
+	// Structured is how JANUS, PRECIP and PALIM are asked for their JSON answers: natively
+	// (hippocam.Structured), falling back to the schema in prose for an upstream that refuses
+	// (auto, the default, also ""), natively only, or in prose only.
+	Structured hippocam.StructuredMode
 	// MinAnswer is the least room kept for the main model's answer (Table 5's W holds input
 	// and output): the reserve is the largest of the request's own limit (Input.MaxTokens), MinAnswer and
 	// the quantile of the answers in context. ForWindow sets W/16, at most 4,096.
@@ -132,6 +136,8 @@ func (c *Config) Validate() error {
 		return hippocam.Errorf(hippocam.EINVALID, "config: "+format, args...)
 	}
 	switch {
+	case c.Structured != "" && c.Structured != hippocam.StructuredAuto && c.Structured != hippocam.StructuredNative && c.Structured != hippocam.StructuredProse:
+		return bad("structured mode must be auto, native or prose, got %q", c.Structured)
 	case c.Window < 512:
 		return bad("context window %d is too small (at least 512 tokens)", c.Window)
 	case c.TailRounds < 0:

@@ -23,52 +23,43 @@ func (e *errGaveUp) Error() string {
 }
 
 // contractCall asks a component for one structured answer. The request shares the main model's
-// prefix (contract.go): its system message and tools, the context up to end, then one final
-// message with the component's role prompt and the instruction. The answer must be one JSON
-// object (or a call of tool); accept decodes and validates it. When accept fails, the call is
-// repeated with the instruction extended by the validation error and the rejected answer, at most
-// Corrections times; after that, errGaveUp. Errors of the model itself are returned as they are,
-// and a request that would not fit the window is not sent.
+// prefix (contract.go): its system message, the context up to end, then one final message with
+// the component's role prompt and the instruction. It offers no tools: the answer must be one
+// JSON object, asked for natively (hippocam.Structured: response_format or a forced call of the
+// contract's tool) unless the configuration says prose (Config.Structured), and then described
+// by the schema in the messages; accept decodes and validates it. An upstream that refuses the
+// native request (hippocam.StructuredRefusal) is asked the same again in prose, in auto mode.
+// When accept fails, the call is repeated with the instruction extended by the validation error
+// and the rejected answer, at most Corrections times; after that, errGaveUp. Errors of the model
+// itself are returned as they are, and a request that would not fit the window is not sent.
 func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, end int, instruction string, tool hippocam.Tool, accept func(args string) error) error {
-	msgs := st.requestPrefix(end)
-	tools := st.agentTools(true)
-	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
-	format := "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
-	if !st.e.cfg.SharedPrompts {
-		// Below SharedPromptsFrom the role's prompt travels in a system message of its own,
-		// right after Hippocam's: the role's requests then share their prefix with each other
-		// (a provider caches a JANUS call by the previous one), and the main model's window is
-		// not spent on prompts it never uses.
-		role := hippocam.Message{Role: hippocam.RoleSystem, Content: strings.TrimSpace(rolePrompt) + "\n\nSchema of the answer: " + string(tool.Parameters)}
-		msgs = append([]hippocam.Message{msgs[0], role}, msgs[1:]...)
-	}
+	mode := st.e.cfg.Structured
+	native := mode.Native()
+	prefix := st.requestPrefix(end)
 	text := instruction
 	var problem string
 	for attempt := 0; attempt <= st.e.cfg.Corrections; attempt++ {
-		req := &hippocam.Request{
-			Role:       role,
-			Messages:   append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format}),
-			Tools:      tools,
-			ToolChoice: "none",
-		}
+		req := contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts)
 		w := st.e.cfg.Window
 		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
 			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 		}
 		resp, err := st.componentCall(ctx, req)
+		if err != nil && native && mode.Fallback() && hippocam.IsStructuredRefusal(err) {
+			// The upstream does not take the native form: ask the same in prose, now and for
+			// the rest of this call (the client remembers the refusal for later ones).
+			st.e.log.Info("structured output refused, asking with the schema in prose", logTenant, st.s.Tenant, logSession, st.s.ID, "role", role, "error", err)
+			native = false
+			req = contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts)
+			if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
+				return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
+			}
+			resp, err = st.componentCall(ctx, req)
+		}
 		if err != nil {
 			return err
 		}
-		args, found := "", false
-		for _, c := range resp.Message.ToolCalls {
-			if c.Name == tool.Name {
-				args, found = c.Arguments, true
-				break
-			}
-		}
-		if !found {
-			args, found = hippocam.JSONObject(resp.Message.Content)
-		}
+		args, found := contractAnswer(resp, tool.Name)
 		if !found {
 			problem = "the answer holds no JSON object"
 		} else if err := accept(args); err != nil {
@@ -86,6 +77,50 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 			"\nAnswer again, correctly."
 	}
 	return &errGaveUp{role: role, last: problem}
+}
+
+// contractRequest is a component's request over prefix (the main model's messages up to the end
+// of its material) with instruction text: the prefix, below SharedPromptsFrom the role's own
+// system message right after Hippocam's, and the final user message. It offers no tools. native
+// asks for the answer with hippocam.Structured (the contract's tool's name, description and
+// schema, strict); then the schema is not repeated in the role's system message. Otherwise the
+// schema travels in prose: in the shared system message (shared) or in the role's.
+func contractRequest(role hippocam.CallRole, rolePrompt string, tool hippocam.Tool, prefix []hippocam.Message, text string, native, shared bool) *hippocam.Request {
+	msgs := prefix
+	format := "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
+	if !shared {
+		// Below SharedPromptsFrom the role's prompt travels in a system message of its own,
+		// right after Hippocam's: the role's requests then share their prefix with each other
+		// (a provider caches a JANUS call by the previous one), and the main model's window is
+		// not spent on prompts it never uses.
+		content := strings.TrimSpace(rolePrompt)
+		if native {
+			format = "\n\nAnswer as " + roleName(role) + ": one JSON object, nothing else."
+		} else {
+			content += "\n\nSchema of the answer: " + string(tool.Parameters)
+		}
+		msgs = make([]hippocam.Message, 0, len(prefix)+2)
+		msgs = append(msgs, prefix[0], hippocam.Message{Role: hippocam.RoleSystem, Content: content})
+		msgs = append(msgs, prefix[1:]...)
+	}
+	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
+	req := &hippocam.Request{Role: role, Messages: append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format})}
+	if native {
+		req.Structured = &hippocam.Structured{Name: tool.Name, Description: tool.Description, Schema: tool.Parameters, Strict: true}
+	}
+	return req
+}
+
+// contractAnswer is the JSON object of a component's answer: the arguments of a call of the
+// contract's tool (how an Anthropic upstream answers a structured request), else the object in
+// the text.
+func contractAnswer(resp *hippocam.Response, tool string) (string, bool) {
+	for _, c := range resp.Message.ToolCalls {
+		if c.Name == tool {
+			return c.Arguments, true
+		}
+	}
+	return hippocam.JSONObject(resp.Message.Content)
 }
 
 // componentRetries bounds the extra attempts at a component call whose answer arrived but could

@@ -66,6 +66,9 @@ func New(cfg Config) (*Client, error) {
 // by status is a *StatusError. When ctx ends the error is EUNAVAILABLE and errors.Is matches
 // ctx.Err().
 func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	if err := c.structuredRefused(req); err != nil {
+		return nil, err
+	}
 	body, err := c.requestBody(req, false)
 	if err != nil {
 		return nil, err
@@ -80,13 +83,45 @@ func (c *Client) Complete(ctx context.Context, req *hippocam.Request) (*hippocam
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, c.structuredError(req, err)
 	}
 	resp, err := decodeCompletion(raw)
 	if err == nil {
 		hippocam.RestoreCalls(req.Tools, hippocam.FormatChat, &resp.Message)
 	}
 	return resp, err
+}
+
+// modelOf is the model req is sent to.
+func (c *Client) modelOf(req *hippocam.Request) string {
+	if req != nil && req.Model != "" {
+		return req.Model
+	}
+	return c.cfg.Model
+}
+
+// structuredRefused is the error of a structured request (hippocam.Request.Structured) to an
+// upstream and model that refused one earlier in this process: a remembered
+// *hippocam.StructuredRefusal, and nothing is sent. Nil otherwise.
+func (c *Client) structuredRefused(req *hippocam.Request) error {
+	if req == nil || req.Structured == nil || !hippocam.StructuredRefused(c.base, c.modelOf(req)) {
+		return nil
+	}
+	return &hippocam.StructuredRefusal{Upstream: c.base, Model: c.modelOf(req), Remembered: true}
+}
+
+// structuredError turns the upstream's refusal of a structured request's response_format
+// (hippocam.RefusesStructured) into a *hippocam.StructuredRefusal, and remembers it for the
+// upstream and model; other errors are returned as they are.
+func (c *Client) structuredError(req *hippocam.Request, err error) error {
+	if req == nil || req.Structured == nil || !hippocam.RefusesStructured(err) {
+		return err
+	}
+	model := c.modelOf(req)
+	hippocam.RememberStructuredRefusal(c.base, model)
+	c.log.Warn("the upstream refused structured output; remembered for this upstream and model",
+		"upstream", c.base, "model", model, "error", err)
+	return &hippocam.StructuredRefusal{Upstream: c.base, Model: model, Err: err}
 }
 
 // ListModels returns the body of GET {BaseURL}/models unchanged, for a proxy to pass through.

@@ -66,6 +66,9 @@ func (c *Client) CompleteStream(ctx context.Context, req *hippocam.Request, fn f
 // stream sends req streamed and gives every chunk to deliver, which reports whether the chunk
 // reached the caller (from then on a failure is not retried) and the caller's error.
 func (c *Client) stream(ctx context.Context, req *hippocam.Request, deliver func(wire.ChatChunk) (bool, error)) (*hippocam.Response, error) {
+	if err := c.structuredRefused(req); err != nil {
+		return nil, err
+	}
 	body, err := c.requestBody(req, true)
 	if err != nil {
 		return nil, err
@@ -91,7 +94,7 @@ func (c *Client) stream(ctx context.Context, req *hippocam.Request, deliver func
 		if errors.As(err, &cb) {
 			return nil, fmt.Errorf("stream callback: %w", cb.err)
 		}
-		return nil, err
+		return nil, c.structuredError(req, err)
 	}
 	resp, err := asm.response()
 	if err == nil {

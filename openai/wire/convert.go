@@ -196,6 +196,10 @@ func FromRequest(model string, r *hippocam.Request) (ChatRequest, error) {
 			return req, fmt.Errorf("request extra fields: %w", err)
 		}
 	}
+	var err error
+	if req.Extra, err = withStructured(req.Extra, r); err != nil {
+		return req, err
+	}
 	for i := range r.Messages {
 		req.Messages = append(req.Messages, FromMessage(&r.Messages[i]))
 	}

@@ -115,6 +115,10 @@ func requestHead(model string, r *hippocam.Request, stream bool) (ChatRequest, e
 			return head, fmt.Errorf("request extra fields: %w", err)
 		}
 	}
+	var err error
+	if head.Extra, err = withStructured(head.Extra, r); err != nil {
+		return head, err
+	}
 	if len(r.Tools) > 0 {
 		head.Tools = make([]ToolDef, len(r.Tools))
 		for i := range r.Tools {
