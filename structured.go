@@ -148,16 +148,43 @@ func StructuredRefused(upstream, model string) bool {
 // enum), or, when it names no type, it becomes anyOf the original and {"type":"null"}. The order
 // of properties, which sets the order the model writes them in, is kept. An answer then carries
 // null for what it leaves out, which a Go decoder reads as the field's zero value. Errors: schema
-// is not JSON.
+// is not JSON, or describes a map (an object whose additionalProperties is a schema), which
+// strict mode cannot express.
 func StrictSchema(schema json.RawMessage) (json.RawMessage, error) {
 	v, err := parseOrdered(schema)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
+	if openMap(v) {
+		return nil, fmt.Errorf("schema: an object whose additionalProperties is a schema (a map) has no strict form")
+	}
 	v = strictNode(v)
 	var b bytes.Buffer
 	writeOrdered(&b, v)
 	return b.Bytes(), nil
+}
+
+// openMap reports whether a schema node, or one within it, describes a map: an object whose
+// additionalProperties is itself a schema. Strict mode cannot say that.
+func openMap(v any) bool {
+	switch v := v.(type) {
+	case ordered:
+		for _, m := range v {
+			if _, isSchema := m.val.(ordered); m.key == "additionalProperties" && isSchema {
+				return true
+			}
+			if openMap(m.val) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if openMap(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ordered is a JSON object that keeps its members' order.

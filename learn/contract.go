@@ -26,7 +26,10 @@ type Env struct {
 	Corrections int
 	// ModelName is passed as the request's model ("" for the client's default).
 	ModelName string
-	Log       *slog.Logger
+	// Structured is how a contract call asks for its JSON answer (hippocam.StructuredMode; ""
+	// is auto: natively, in prose once the upstream refused).
+	Structured hippocam.StructuredMode
+	Log        *slog.Logger
 }
 
 // Logger is the environment's logger (one that discards, when none is set).
@@ -44,34 +47,31 @@ func (e *Env) log() *slog.Logger {
 var ErrGaveUp = errors.New("the answers kept breaking the contract")
 
 // Call makes one contract call (docs/learning.md §6): the role's prompt as the system message,
-// the instruction as the user message, an answer that is one JSON object following schema. accept
-// decodes and validates the answer; a rejected answer is sent back with the reason, at most
-// Corrections times, and then Call returns an error wrapping ErrGaveUp. Model errors are returned
-// as they are.
+// the instruction as the user message, an answer that is one JSON object following schema, asked
+// for natively (hippocam.Structured, named after the role, strict) unless env.Structured says
+// prose; then the schema travels in the system message. An upstream that refuses the native
+// request is asked the same again in prose (auto mode). accept decodes and validates the answer;
+// a rejected answer is sent back with the reason, at most Corrections times, and then Call
+// returns an error wrapping ErrGaveUp. Model errors are returned as they are.
 func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruction string, schema json.RawMessage, accept func(args string) error) error {
 	corrections := env.Corrections
 	if corrections <= 0 {
 		corrections = 2
 	}
-	system := strings.TrimSpace(prompt) + "\n\nAnswer with one JSON object following this schema, and nothing else:\n" + string(schema)
+	native := env.Structured.Native()
 	text := instruction
 	var problem string
 	for attempt := 0; attempt <= corrections; attempt++ {
-		req := &hippocam.Request{Role: role, Model: env.ModelName, ToolChoice: "none", Messages: []hippocam.Message{
-			{Role: hippocam.RoleSystem, Content: system},
-			{Role: hippocam.RoleUser, Content: text},
-		}}
-		resp, err := env.Model.Complete(ctx, req)
+		resp, err := env.Model.Complete(ctx, callRequest(env, role, prompt, text, schema, native))
+		if err != nil && native && env.Structured.Fallback() && hippocam.IsStructuredRefusal(err) {
+			env.log().Info("structured output refused, asking with the schema in prose", "role", role, "error", err)
+			native = false
+			resp, err = env.Model.Complete(ctx, callRequest(env, role, prompt, text, schema, native))
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", role, err)
 		}
-		args, found := hippocam.JSONObject(resp.Message.Content)
-		if !found {
-			for _, c := range resp.Message.ToolCalls { // a model that answered with a call instead
-				args, found = c.Arguments, true
-				break
-			}
-		}
+		args, found := answerObject(resp, string(role))
 		switch {
 		case !found:
 			problem = "the answer holds no JSON object"
@@ -83,10 +83,48 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 			}
 		}
 		env.log().Warn("learning component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
+		answer := resp.Message.Content
+		if found {
+			answer = args
+		}
 		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
-			"\nIt was: " + clip(resp.Message.Content, 1000) + "\nAnswer again, correctly."
+			"\nIt was: " + clip(answer, 1000) + "\nAnswer again, correctly."
 	}
 	return fmt.Errorf("%s: %w (last problem: %s)", role, ErrGaveUp, problem)
+}
+
+// callRequest is a contract call's request. It offers no tools; native asks for the answer with
+// hippocam.Structured, else the schema is written into the system message.
+func callRequest(env *Env, role hippocam.CallRole, prompt, text string, schema json.RawMessage, native bool) *hippocam.Request {
+	system := strings.TrimSpace(prompt) + "\n\nAnswer with one JSON object following this schema, and nothing else:\n" + string(schema)
+	if native {
+		system = strings.TrimSpace(prompt) + "\n\nAnswer with one JSON object, and nothing else."
+	}
+	req := &hippocam.Request{Role: role, Model: env.ModelName, Messages: []hippocam.Message{
+		{Role: hippocam.RoleSystem, Content: system},
+		{Role: hippocam.RoleUser, Content: text},
+	}}
+	if native {
+		req.Structured = &hippocam.Structured{Name: string(role), Schema: schema, Strict: true}
+	}
+	return req
+}
+
+// answerObject is the JSON object of an answer: the object in its text, else the arguments of a
+// call (a call of name first: how an Anthropic upstream answers a structured request).
+func answerObject(resp *hippocam.Response, name string) (string, bool) {
+	for _, c := range resp.Message.ToolCalls {
+		if c.Name == name {
+			return c.Arguments, true
+		}
+	}
+	if args, ok := hippocam.JSONObject(resp.Message.Content); ok {
+		return args, true
+	}
+	for _, c := range resp.Message.ToolCalls { // a model that answered with another call
+		return c.Arguments, true
+	}
+	return "", false
 }
 
 // Decode reads args into v strictly: one JSON value, no unknown fields.

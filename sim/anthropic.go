@@ -36,7 +36,7 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := make([]hippocam.Message, 0, len(conv.Framing)+len(conv.Messages))
 	msgs = append(append(msgs, conv.Framing...), conv.Messages...)
-	rep, err := m.Answer(role, msgs, conv.Tools, conv.ToolChoice == "none", Digest(role, withoutStream(body)))
+	rep, err := m.AnswerShaped(role, msgs, conv.Tools, conversationShape(conv.ToolChoice), Digest(role, withoutStream(body)), 0)
 	if err != nil {
 		writeAnthropicFailure(w, err)
 		return

@@ -39,12 +39,30 @@ func callAnswer(tool string, args any) (answer, error) {
 	return answer{calls: []hippocam.ToolCall{{Name: tool, Arguments: strings.TrimSpace(b.String())}}}, nil
 }
 
-// contractAnswer answers in the form the request allows: a call of the contract's tool when the
-// request offers it (and does not forbid tool calls), else the same JSON object as the text.
+// contractAnswer answers in the form the request asks for: with a response_format json_schema,
+// the JSON object as the text (under a strict schema with null for every property it leaves
+// out, as a strict model writes it); with a forced tool, a call of that tool; else a call of the
+// contract's tool when the request offers it (and does not forbid tool calls), else the same
+// JSON object as the text.
 func contractAnswer(r *request, tool string, args any) (answer, error) {
 	a, err := callAnswer(tool, args)
-	if err != nil || (r.offers(tool) && !r.noTools) {
+	if err != nil {
 		return a, err
+	}
+	switch {
+	case r.format != nil:
+		text := a.calls[0].Arguments
+		if r.format.Strict {
+			if text, err = withNulls(text, r.format.Schema); err != nil {
+				return answer{}, err
+			}
+		}
+		return answer{content: text}, nil
+	case r.forced != "" && r.offers(r.forced):
+		a.calls[0].Name = r.forced
+		return a, nil
+	case r.offers(tool) && !r.noTools:
+		return a, nil
 	}
 	return answer{content: a.calls[0].Arguments}, nil
 }

@@ -88,7 +88,11 @@ func (p *InProcess) answer(req *hippocam.Request) (*Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.m.AnswerSeed(req.Role, msgs, tools, req.ToolChoice == "none", digest, RequestSeed(w.Extra))
+	shape, err := chatShape(&w)
+	if err != nil {
+		return nil, err
+	}
+	return p.m.AnswerShaped(req.Role, msgs, tools, shape, digest, RequestSeed(w.Extra))
 }
 
 // domainResponse is the domain form of a reply.

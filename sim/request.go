@@ -15,6 +15,10 @@ type request struct {
 	tools []hippocam.Tool
 	// noTools is set when the request forbids tool calls (tool_choice "none").
 	noTools bool
+	// format is the request's response_format json_schema; forced the tool its tool_choice
+	// names (Shape).
+	format *hippocam.Structured
+	forced string
 	// recallCall marks assistant messages that call the recall tool. The engine treats such a
 	// message as a step in a recall exchange, not as an answer, and so does the simulation.
 	recallCall []bool

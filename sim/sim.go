@@ -34,6 +34,10 @@ type Model struct {
 	mu      sync.Mutex
 	usage   hippocam.Usage
 	latency Latency
+	// refuseStructured makes the model refuse structured requests (SetRefuseStructured);
+	// refused counts the refusals.
+	refuseStructured bool
+	refused          int
 }
 
 // New returns a simulated model that counts tokens with tok, the tokenizer the engine uses. If
@@ -63,7 +67,11 @@ func (m *Model) Complete(role hippocam.CallRole, req *wire.ChatRequest) (*wire.C
 	if err != nil {
 		return nil, err
 	}
-	rep, err := m.AnswerSeed(role, msgs, tools, string(req.ToolChoice) == `"none"`, digest, RequestSeed(req.Extra))
+	shape, err := chatShape(req)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := m.AnswerShaped(role, msgs, tools, shape, digest, RequestSeed(req.Extra))
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +100,14 @@ func (m *Model) Answer(role hippocam.CallRole, msgs []hippocam.Message, tools []
 // AnswerSeed is Answer for a request that carries a seed (RequestSeed): the simulated agent's
 // undecided choices depend on it (docs/sim.md, part 2).
 func (m *Model) AnswerSeed(role hippocam.CallRole, msgs []hippocam.Message, tools []hippocam.Tool, noTools bool, digest string, seed int64) (*Reply, error) {
+	return m.AnswerShaped(role, msgs, tools, Shape{NoTools: noTools}, digest, seed)
+}
+
+// AnswerShaped is AnswerSeed for a request whose shape says more about the form of the answer
+// than whether tools may be called: a response_format json_schema, or a forced tool (Shape).
+// With SetRefuseStructured, a request that asks for either is refused (EINVALID, a 400 over
+// HTTP, naming response_format or tool_choice).
+func (m *Model) AnswerShaped(role hippocam.CallRole, msgs []hippocam.Message, tools []hippocam.Tool, shape Shape, digest string, seed int64) (*Reply, error) {
 	role, err := callRole(string(role))
 	if err != nil {
 		return nil, err
@@ -102,8 +118,12 @@ func (m *Model) AnswerSeed(role hippocam.CallRole, msgs []hippocam.Message, tool
 	if len(msgs) == 0 {
 		return nil, hippocam.Errorf(hippocam.EINVALID, "messages: at least one message is required")
 	}
+	if err := m.refuses(shape); err != nil {
+		return nil, err
+	}
 	r := newRequest(msgs, tools)
-	r.noTools = noTools
+	r.noTools = shape.NoTools
+	r.format, r.forced = shape.Format, shape.Forced
 	var a answer
 	switch role {
 	case hippocam.CallJanus:

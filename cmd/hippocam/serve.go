@@ -76,6 +76,9 @@ type ServeCommand struct {
 	SQLiteSynchronous string
 	// Learn is off, global or routed (docs/learning.md); Systems the memory systems offered;
 	// AdvisoryBudget the most tokens of an advisory (0: a quarter of W).
+	// Structured is how Hippocam's roles ask for their JSON answers: auto, native or prose
+	// (hippocam.StructuredMode).
+	Structured     string
 	Learn          string
 	Systems        string
 	AdvisoryBudget int
@@ -127,6 +130,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&c.JobLease, "job-lease", defaultJobLease, "how long a claimed consolidation job stays with its worker without renewal (a server killed mid-job leaves it to others that long)")
 	fs.IntVar(&c.Workers, "workers", 2, "how many consolidation jobs run at once")
+	fs.StringVar(&c.Structured, "structured", env("HIPPOCAM_STRUCTURED", "auto"), "how Hippocam's own calls ask for their JSON answers: auto (the upstream's structured output, the schema in prose for an upstream and model that refuse it), native (structured output only) or prose (env HIPPOCAM_STRUCTURED)")
 	fs.StringVar(&c.Learn, "learn", env("HIPPOCAM_LEARN", "off"), "learning across tasks: off, global (one cluster) or routed (the router picks a cluster per task) (env HIPPOCAM_LEARN)")
 	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated")
 	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of a task's advisory (default W/4)")
@@ -141,6 +145,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 		return err
 	}
 	c.NoSpeculate = !*speculate
+	if _, err := hippocam.ParseStructuredMode(c.Structured); err != nil {
+		return fmt.Errorf("--structured must be auto, native or prose, not %q", c.Structured)
+	}
 	if c.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
 	}
@@ -206,6 +213,11 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	}
 	ecfg := engine.ForWindow(c.Window)
 	ecfg.Speculate = !c.NoSpeculate
+	structured, err := hippocam.ParseStructuredMode(c.Structured)
+	if err != nil {
+		return err
+	}
+	ecfg.Structured = structured
 	e, err := engine.New(ecfg, upstream, tok, log)
 	if err != nil {
 		return err
@@ -231,7 +243,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		fmt.Fprintf(c.Stdout, "no --keys given: authentication is off, so Hippocam listens on loopback only (%s)\n", addr)
 	}
 	metrics := httpapi.NewMetrics()
-	lenv := &learn.Env{Model: upstream, Tok: tok, ModelName: c.Model, Log: log}
+	lenv := &learn.Env{Model: upstream, Tok: tok, ModelName: c.Model, Log: log, Structured: structured}
 	var systems []hippocam.MemorySystem
 	if c.Learn != sessions.LearnOff {
 		if systems, err = library.Library(lenv, splitList(c.Systems)); err != nil {

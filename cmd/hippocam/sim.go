@@ -21,10 +21,13 @@ import (
 type SimCommand struct {
 	Addr string
 	// Latency is how slowly the model answers (--ttft-ms, --tokens-per-second); zero: at once.
-	Latency        sim.Latency
-	Stdout, Stderr io.Writer
-	Ready          func(addr string) // called once the server listens (tests)
-	ln             net.Listener
+	Latency sim.Latency
+	// RefuseStructured makes the model refuse structured requests with a 400
+	// (--refuse-structured; sim.Model.SetRefuseStructured).
+	RefuseStructured bool
+	Stdout, Stderr   io.Writer
+	Ready            func(addr string) // called once the server listens (tests)
+	ln               net.Listener
 }
 
 // ParseFlags reads the sim flags. A negative delay or rate is a usage error.
@@ -33,6 +36,7 @@ func (c *SimCommand) ParseFlags(args []string) error {
 	fs.SetOutput(c.Stderr)
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8081", "address to listen on")
 	ttft := fs.Int("ttft-ms", 0, "milliseconds every response waits before its first byte")
+	fs.BoolVar(&c.RefuseStructured, "refuse-structured", false, "refuse response_format json_schema and forced tool choices with a 400, as an upstream without structured output does")
 	fs.Float64Var(&c.Latency.TokensPerSecond, "tokens-per-second", 0, "output tokens produced per second after the first byte, streamed or not (0: all at once)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,6 +62,7 @@ func (c *SimCommand) Run(ctx context.Context) error {
 	if err := model.SetLatency(c.Latency); err != nil {
 		return err
 	}
+	model.SetRefuseStructured(c.RefuseStructured)
 	srv := &http.Server{Handler: model.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(c.Stdout, "simulated model listening on http://%s/v1\n", c.ln.Addr())
 	if !c.Latency.Zero() {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -11,13 +12,16 @@ import (
 // structured answer s: {"type":"json_schema","json_schema":{"name":…,"description":…,
 // "schema":…,"strict":true}}. With s.Strict the schema is hippocam.StrictSchema of s.Schema, the
 // form strict mode takes (every property required, nullable when it was optional;
-// additionalProperties false at every object level).
+// additionalProperties false at every object level); a schema that has no strict form is sent as
+// it is, with strict false. Errors: s.Schema is not JSON.
 func ResponseFormat(s *hippocam.Structured) (json.RawMessage, error) {
-	schema := s.Schema
-	if s.Strict {
-		var err error
-		if schema, err = hippocam.StrictSchema(s.Schema); err != nil {
-			return nil, fmt.Errorf("structured %s: %w", s.Name, err)
+	schema, strict := s.Schema, s.Strict
+	if strict {
+		if st, err := hippocam.StrictSchema(s.Schema); err == nil {
+			schema = st
+		} else {
+			// A schema strict mode cannot express (a map) is sent as it is, not strict.
+			strict = false
 		}
 	}
 	type jsonSchema struct {
@@ -26,10 +30,13 @@ func ResponseFormat(s *hippocam.Structured) (json.RawMessage, error) {
 		Schema      json.RawMessage `json:"schema"`
 		Strict      bool            `json:"strict,omitempty"`
 	}
+	if !json.Valid(bytes.TrimSpace(schema)) {
+		return nil, fmt.Errorf("structured %s: the schema is not valid JSON", s.Name)
+	}
 	return json.Marshal(struct {
 		Type       string     `json:"type"`
 		JSONSchema jsonSchema `json:"json_schema"`
-	}{"json_schema", jsonSchema{s.Name, s.Description, schema, s.Strict}})
+	}{"json_schema", jsonSchema{s.Name, s.Description, schema, strict}})
 }
 
 // ReadResponseFormat reads a request's response_format member when it asks for a JSON schema:
