@@ -1,0 +1,212 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/inmem"
+)
+
+// recorder passes every call to inner and keeps the requests. With refuse, it refuses every
+// structured request as a model client does once its upstream refused one.
+type recorder struct {
+	inner  hippocam.Model
+	refuse bool
+	mu     sync.Mutex
+	reqs   []*hippocam.Request
+}
+
+func (r *recorder) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req)
+	r.mu.Unlock()
+	if r.refuse && req.Structured != nil {
+		return nil, &hippocam.StructuredRefusal{Upstream: "http://upstream.test/v1", Model: "m", Remembered: true}
+	}
+	return r.inner.Complete(ctx, req)
+}
+
+// roleSession runs a conversation with the agent's own tools that opens and closes intents
+// until JANUS, PRECIP and PALIM have all been called, and returns the session.
+func roleSession(t *testing.T, cfg engine.Config, m hippocam.Model) *hippocam.Session {
+	t.Helper()
+	e := mustEngine(t, cfg, m)
+	st := inmem.New()
+	tools := []hippocam.Tool{{Name: "work", Description: "Do some work.", Parameters: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
+		{Name: "look", Description: "Look around.", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	var last hippocam.Message
+	send := func(msgs ...hippocam.Message) {
+		t.Helper()
+		res, err := e.Advance(context.Background(), st, "", "s1", engine.Input{Messages: msgs, Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = res.Answer
+	}
+	result := func(text string) hippocam.Message {
+		return hippocam.Message{Role: hippocam.RoleTool, Content: text, ToolCallID: last.ToolCalls[0].ID}
+	}
+	user := func(text string) hippocam.Message { return hippocam.Message{Role: hippocam.RoleUser, Content: text} }
+	for k := 0; k < 4; k++ {
+		send(user(fmt.Sprintf("#open Task %d | task %d is done\n!call work {\"n\":%d}", k, k, k)))
+		send(result(fmt.Sprintf("task_%d := ok\n%s", k, filler("t", 25))))
+		send(user(fmt.Sprintf("#close Task %d\n!say finished %d", k, k)))
+		send(user(fmt.Sprintf("!call look {\"n\":%d}", k)))
+		send(result(fmt.Sprintf("look_%d := seen\n%s", k, filler("l", 40))))
+	}
+	send(user("!ask task_0"))
+	if last.Content != "task_0 := ok" {
+		t.Fatalf("!ask task_0 = %q", last.Content)
+	}
+	s, err := st.Session(context.Background(), "", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// instruction is a role request's final message without its last paragraph (what to answer).
+func instruction(req *hippocam.Request) string {
+	text := req.Messages[len(req.Messages)-1].Content
+	return text[:strings.LastIndex(text, "\n\nAnswer as ")]
+}
+
+var contractTools = map[hippocam.CallRole]hippocam.Tool{
+	hippocam.CallJanus: engine.JanusToolSpec, hippocam.CallPrecip: engine.PrecipToolSpec, hippocam.CallPalim: engine.PalimToolSpec}
+
+// Role requests offer no tools, whatever the agent's: in native mode they ask for their contract
+// by hippocam.Structured (strict, the contract's name and schema) and leave the schema out of
+// the prose; in prose mode the schema is in the role's system message and nothing is native.
+// The main model's requests keep the agent's tools, recall and search.
+func TestRoleRequestsOfferNoTools(t *testing.T) {
+	for _, mode := range []hippocam.StructuredMode{"", hippocam.StructuredProse} {
+		t.Run(string(mode)+"mode", func(t *testing.T) {
+			rec := &recorder{inner: mustSim(t)}
+			cfg := engine.ForWindow(8000)
+			cfg.Structured = mode
+			s := roleSession(t, cfg, rec)
+			if s.Consolidations.Intent == 0 || s.Consolidations.Prefix == 0 {
+				t.Fatalf("consolidations %+v: the session must reach PRECIP and PALIM", s.Consolidations)
+			}
+			seen := map[hippocam.CallRole]int{}
+			for _, req := range rec.reqs {
+				if req.Role == hippocam.CallAgent {
+					if len(req.Tools) < 3 {
+						t.Errorf("a main request offers %d tools", len(req.Tools))
+					}
+					continue
+				}
+				seen[req.Role]++
+				if len(req.Tools) != 0 || req.ToolChoice != "" {
+					t.Fatalf("%s request offers %d tools, tool_choice %q", req.Role, len(req.Tools), req.ToolChoice)
+				}
+				roleSystem := req.Messages[1].Content
+				if mode == hippocam.StructuredProse {
+					if req.Structured != nil || !strings.Contains(roleSystem, "Schema of the answer: ") {
+						t.Fatalf("%s request in prose mode: structured %v, role message %q", req.Role, req.Structured, clip(roleSystem))
+					}
+					continue
+				}
+				want := contractTools[req.Role]
+				if s := req.Structured; s == nil || s.Name != want.Name || string(s.Schema) != string(want.Parameters) || !s.Strict {
+					t.Fatalf("%s request asks for %+v, want the contract %s, strict", req.Role, req.Structured, want.Name)
+				}
+				if strings.Contains(roleSystem, "Schema of the answer") {
+					t.Fatalf("%s request repeats the schema in prose in native mode", req.Role)
+				}
+			}
+			for role := range contractTools {
+				if seen[role] == 0 {
+					t.Errorf("no %s request", role)
+				}
+			}
+		})
+	}
+}
+
+// An upstream that refuses structured requests gets each one again, the same, with the schema in
+// prose, and the work goes on; in native mode the refusal is the component's error.
+func TestStructuredRefusalFallsBackToProse(t *testing.T) {
+	rec := &recorder{inner: mustSim(t), refuse: true}
+	s := roleSession(t, engine.ForWindow(8000), rec)
+	if s.Consolidations.Intent == 0 || s.Consolidations.Prefix == 0 {
+		t.Fatalf("consolidations %+v after the fallback", s.Consolidations)
+	}
+	refused := 0
+	for i, req := range rec.reqs {
+		if req.Structured == nil {
+			continue
+		}
+		refused++
+		if i+1 >= len(rec.reqs) {
+			t.Fatal("the refused request was not sent again")
+		}
+		next := rec.reqs[i+1]
+		if next.Role != req.Role || next.Structured != nil || !strings.Contains(next.Messages[1].Content, "Schema of the answer: ") ||
+			instruction(next) != instruction(req) {
+			t.Fatalf("after a refused %s request came a %s request (structured %v), not the same in prose", req.Role, next.Role, next.Structured)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no structured request was made")
+	}
+
+	rec = &recorder{inner: mustSim(t), refuse: true}
+	cfg := engine.ForWindow(8000)
+	cfg.Structured = hippocam.StructuredNative
+	e := mustEngine(t, cfg, rec)
+	_, err := e.Advance(context.Background(), inmem.New(), "", "s1", engine.Input{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "#open Task | done\n!say go"}}})
+	for _, req := range rec.reqs {
+		if req.Role != hippocam.CallAgent && req.Structured == nil {
+			t.Fatalf("native mode sent a %s request in prose (step error %v)", req.Role, err)
+		}
+	}
+}
+
+// Under strict structured output a model writes null for every property it leaves out; the
+// contracts' decoders read those as absent.
+func TestContractsAcceptNulls(t *testing.T) {
+	for _, tc := range []struct {
+		role hippocam.CallRole
+		args string
+	}{
+		{hippocam.CallJanus, `{"close":null,"open":null,"guidance":null}`},
+		{hippocam.CallJanus, `{"close":null,"open":[{"label":"Fix the bug","reason":null,"done":"the test passes"}],"guidance":"I fix the bug."}`},
+	} {
+		if problems := engine.Check(tc.role, []hippocam.Message{{Role: hippocam.RoleUser, Content: "fix it"}}, 0, nil, tc.args); len(problems) > 0 {
+			t.Errorf("%s %s: %v", tc.role, tc.args, problems)
+		}
+	}
+	ctx := []hippocam.Message{{Role: hippocam.RoleUser, Content: "The build uses make, and make test runs the tests."}}
+	palim := `{"narrative":"I read how the project builds.","knowledge":[{"fact":"The build uses make; make test runs the tests.","evaluation":"neutral","revises":null}]}`
+	if problems := engine.Check(hippocam.CallPalim, ctx, 0, nil, palim); len(problems) > 0 {
+		t.Errorf("palim with a null revises: %v", problems)
+	}
+	// Nulls where a value is required stay errors of the contract.
+	if problems := engine.Check(hippocam.CallPalim, ctx, 0, nil, `{"narrative":null,"knowledge":[{"fact":null,"evaluation":null,"revises":null}]}`); len(problems) == 0 {
+		t.Error("palim of nulls accepted")
+	}
+}
+
+// Every contract has a strict form that keeps all of its properties.
+func TestContractSchemasHaveStrictForms(t *testing.T) {
+	for role, tool := range contractTools {
+		strict, err := hippocam.StrictSchema(tool.Parameters)
+		if err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(strict, &v); err != nil {
+			t.Fatalf("%s: %v", role, err)
+		}
+		if v["additionalProperties"] != false || len(v["required"].([]any)) != len(v["properties"].(map[string]any)) {
+			t.Errorf("%s: strict root %s", role, strict)
+		}
+	}
+}
