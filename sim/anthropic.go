@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -29,7 +30,11 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		anthropic.WriteError(w, http.StatusBadRequest, anthropic.ErrorInvalidRequest, "cannot read the request body: "+err.Error())
 		return
 	}
-	conv, err := anthropic.ReadRequest(body)
+	read := body
+	if role != hippocam.CallAgent {
+		read = splitTurns(body)
+	}
+	conv, err := anthropic.ReadRequest(read)
 	if err != nil {
 		writeAnthropicFailure(w, err)
 		return
@@ -95,4 +100,77 @@ func writeAnthropicFailure(w http.ResponseWriter, err error) {
 		status = http.StatusNotFound
 	}
 	anthropic.WriteError(w, status, anthropic.StatusType(status), hippocam.ErrorMessage(err))
+}
+
+// splitTurns undoes, for a component's request, what the Messages format does to consecutive
+// messages of one role: the client sends them as one turn, one text block each, so the engine's
+// instruction, which is a message of its own (engine/contract.go), and the messages its span
+// lines quote would be read as one message with the text of all. Each user turn of body with
+// more than one text block becomes one turn per text block (its tool results first, as they
+// were, and any other block with the text before it), which reads as the messages the engine
+// sent. A body that is not a JSON object with messages is returned as it is.
+func splitTurns(body []byte) []byte {
+	var req map[string]json.RawMessage
+	if json.Unmarshal(body, &req) != nil {
+		return body
+	}
+	var turns []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(req["messages"], &turns) != nil {
+		return body
+	}
+	type turn struct {
+		Role    string            `json:"role"`
+		Content []json.RawMessage `json:"content"`
+	}
+	var out []any
+	changed := false
+	for _, t := range turns {
+		var blocks []json.RawMessage
+		if t.Role != "user" || json.Unmarshal(t.Content, &blocks) != nil {
+			out = append(out, json.RawMessage(mustMarshal(t)))
+			continue
+		}
+		var results []json.RawMessage
+		var groups [][]json.RawMessage
+		for _, b := range blocks {
+			var head struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(b, &head)
+			switch {
+			case head.Type == "tool_result":
+				results = append(results, b)
+			case head.Type == "text" || len(groups) == 0:
+				groups = append(groups, []json.RawMessage{b})
+			default:
+				groups[len(groups)-1] = append(groups[len(groups)-1], b)
+			}
+		}
+		if len(groups) < 2 {
+			out = append(out, json.RawMessage(mustMarshal(t)))
+			continue
+		}
+		changed = true
+		groups[0] = append(results, groups[0]...)
+		for _, g := range groups {
+			out = append(out, turn{Role: "user", Content: g})
+		}
+	}
+	if !changed {
+		return body
+	}
+	req["messages"] = mustMarshal(out)
+	return mustMarshal(req)
+}
+
+// mustMarshal encodes v, which holds only values that encode.
+func mustMarshal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
