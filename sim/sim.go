@@ -154,10 +154,16 @@ func (m *Model) AnswerShaped(role hippocam.CallRole, msgs []hippocam.Message, to
 	if err != nil {
 		return nil, err
 	}
-	prompt := hippocam.RequestTokens(m.tok, msgs, tools)
+	// A response_format's schema is part of the prompt, counted and cached like a tool (where a
+	// provider puts it is not documented; a forced tool's schema goes first, with the tools).
+	counted := tools
+	if shape.Format != nil {
+		counted = append(tools[:len(tools):len(tools)], hippocam.Tool{Name: shape.Format.Name, Description: shape.Format.Description, Parameters: shape.Format.Schema})
+	}
+	prompt := hippocam.RequestTokens(m.tok, msgs, counted)
 	usage := hippocam.CallUsage{
 		Input:       prompt,
-		CachedInput: m.cache.serve(msgs, tools, prompt),
+		CachedInput: m.cache.serve(msgs, counted, prompt),
 		Output:      m.answerTokens(&a),
 	}
 	m.mu.Lock()
