@@ -107,7 +107,9 @@ type RecallArgs struct {
 	Ref string `json:"ref"`
 }
 
-// Tool schemas (JSON Schema) of the contracts.
+// Tool schemas (JSON Schema) of the contracts. They are written loosely (optional fields left out
+// of required); hippocam.StrictSchema derives the strict form an OpenAI upstream gets, where
+// optional fields are nullable and arrive as null, which the Go types read as absent.
 var (
 	janusSchema = json.RawMessage(`{"type":"object","properties":{` +
 		`"close":{"type":"array","description":"Intents to close, innermost (top of the stack) first; labels exactly as on the stack.","items":{"type":"object","properties":{"label":{"type":"string"},"evidence":{"type":"string","description":"What in the conversation shows the exit condition was met."}},"required":["label"]}},` +
@@ -139,15 +141,17 @@ const (
 	LeftOutMarker = "left out"
 )
 
-// Every JANUS, PRECIP and PALIM request has the same shape: the main model's own request prefix
-// (its system message with the memory instructions, the context up to the end of the material,
-// the same tools), then exactly one final user message holding the component's role prompt and
-// the engine's instruction. Sharing the main model's prefix lets a provider's prompt cache serve
-// the auxiliary calls (seed 000 §A.9); the tools are offered with tool_choice "none", and the
-// component answers with one JSON object in its text (a call of its contract tool is accepted
-// too). Corrections and concise-version requests are part of the final message, never extra
-// messages, so the material always ends one message before it. For PRECIP and PALIM the material
-// is only the last messages of that prefix, named by the instruction's span lines (below).
+// Every JANUS, PRECIP and PALIM request has the same shape: the main model's own system message
+// (with the memory instructions) and the context up to the end of the material, then exactly one
+// final user message holding the component's role prompt and the engine's instruction. Sharing
+// the main model's messages lets a provider's prompt cache serve the auxiliary calls by each
+// other (seed 000 §A.9). The request offers no tools; the component answers with one JSON
+// object, asked for natively (hippocam.Structured: response_format json_schema, or the contract
+// tool forced) unless Config.Structured says prose, and read from the text or from a call of the
+// contract tool (repair.go). Corrections and concise-version requests are part of the final
+// message, never extra messages, so the material always ends one message before it. For PRECIP
+// and PALIM the material is only the last messages of that prefix, named by the instruction's
+// span lines (below).
 
 // Span marking. The span PRECIP or PALIM consolidates always ends with the last message of the
 // shared prefix, so the instruction has only to say where it starts; it says so by quoting, not
