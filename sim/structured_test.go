@@ -86,3 +86,16 @@ func TestRefuseStructured(t *testing.T) {
 		t.Fatalf("forced tool: %d %s", status, body)
 	}
 }
+
+// A component's Messages request whose last user turn holds the material's last user message and
+// the instruction, one text block each (how the client sends consecutive user messages), is read
+// as those two messages: JANUS sees the directive of the first.
+func TestMessagesComponentTurnSplit(t *testing.T) {
+	e := endpoints(t, mustModel(t))["Server"]
+	body := `{"model":"m","max_tokens":100,"system":"You are a component.","messages":[{"role":"user","content":[` +
+		`{"type":"text","text":"#open Read the exports | both are read\n!say go"},{"type":"text","text":"Evaluate the intent stack."}]}]}`
+	status, out := e.post(t, "/messages", hippocam.CallJanus, []byte(body))
+	if status != http.StatusOK || !strings.Contains(string(out), `Read the exports`) {
+		t.Fatalf("%d %s", status, out)
+	}
+}
