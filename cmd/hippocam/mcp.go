@@ -44,6 +44,8 @@ type McpCommand struct {
 	Learn          string
 	Systems        string
 	AdvisoryBudget int
+	// Structured as for serve: auto, native or prose.
+	Structured string
 	// SQLiteSynchronous as for serve.
 	SQLiteSynchronous string
 	LogJSON           bool
@@ -79,8 +81,12 @@ func (c *McpCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL or NORMAL, as serve's")
 	fs.DurationVar(&c.Watch, "watch", 2*time.Second, "how often to read the store for changes other processes (a serve beside) made, to notify subscribed clients; 0: never")
 	fs.BoolVar(&c.LogJSON, "log-json", os.Getenv("HIPPOCAM_LOG_JSON") != "", "log JSON lines to stderr instead of text (env HIPPOCAM_LOG_JSON)")
+	fs.StringVar(&c.Structured, "structured", env("HIPPOCAM_STRUCTURED", "auto"), "how the model calls ask for their JSON answers, as serve's: auto, native or prose (env HIPPOCAM_STRUCTURED)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if _, err := hippocam.ParseStructuredMode(c.Structured); err != nil {
+		return fmt.Errorf("--structured must be auto, native or prose, not %q", c.Structured)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -111,14 +117,20 @@ func (c *McpCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.New(engine.ForWindow(c.Window), model, tok, log)
+	structured, err := hippocam.ParseStructuredMode(c.Structured)
+	if err != nil {
+		return err
+	}
+	ecfg := engine.ForWindow(c.Window)
+	ecfg.Structured = structured
+	e, err := engine.New(ecfg, model, tok, log)
 	if err != nil {
 		return err
 	}
 	if c.store, err = openStore(ctx, c.DB, c.SQLiteSynchronous, log); err != nil {
 		return err
 	}
-	lenv := &learn.Env{Model: model, Tok: tok, ModelName: c.Model, Log: log}
+	lenv := &learn.Env{Model: model, Tok: tok, ModelName: c.Model, Log: log, Structured: structured}
 	var systems []hippocam.MemorySystem
 	if c.Learn != sessions.LearnOff {
 		if systems, err = library.Library(lenv, splitList(c.Systems)); err != nil {

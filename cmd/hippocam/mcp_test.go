@@ -493,7 +493,7 @@ func TestMcpCommandStdio(t *testing.T) {
 
 // Flags: learning needs a model; nothing but flags is taken.
 func TestMcpCommandFlags(t *testing.T) {
-	for _, args := range [][]string{{"--learn", "routed"}, {"extra"}, {"--sqlite-synchronous", "OFF"}, {"--upstream-format", "grpc"}} {
+	for _, args := range [][]string{{"--learn", "routed"}, {"extra"}, {"--sqlite-synchronous", "OFF"}, {"--upstream-format", "grpc"}, {"--structured", "json"}} {
 		cmd := &McpCommand{Stderr: io.Discard}
 		if err := cmd.ParseFlags(args); err == nil {
 			t.Errorf("%v was accepted", args)

@@ -361,7 +361,10 @@ func TestServeUpstreamFlags(t *testing.T) {
 		cmd.UpstreamTimeout != 120*time.Second || cmd.UpstreamIdleTimeout != 120*time.Second || cmd.UpstreamRetries != 3 {
 		t.Errorf("defaults: %v, timeout %v, idle %v, retries %d", err, cmd.UpstreamTimeout, cmd.UpstreamIdleTimeout, cmd.UpstreamRetries)
 	}
-	for _, bad := range [][]string{{"--upstream-timeout", "0s"}, {"--upstream-idle-timeout", "-1s"}, {"--upstream-retries", "-1"}} {
+	if cmd.Structured != "auto" {
+		t.Errorf("--structured defaults to %q", cmd.Structured)
+	}
+	for _, bad := range [][]string{{"--upstream-timeout", "0s"}, {"--upstream-idle-timeout", "-1s"}, {"--upstream-retries", "-1"}, {"--structured", "json"}} {
 		cmd = &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
 		if err := cmd.ParseFlags(append([]string{"--upstream", "http://127.0.0.1:1/v1"}, bad...)); err == nil {
 			t.Errorf("%v was accepted", bad)
