@@ -46,6 +46,10 @@ import (
 //   - Structured (a structured answer) becomes the only tool, named Structured.Name with the
 //     schema as its input_schema, and tool_choice {"type":"tool","name":…}: the answer is the
 //     tool_use block's input, given back as a call of that name.
+//   - A request that offers no tools while its turns hold tool_use blocks (a JANUS, PRECIP or
+//     PALIM request in prose reads the agent's exchanges; the API refuses tool blocks in a request
+//     that defines no tools) declares each tool those blocks name, with an open schema and a
+//     description saying it is not available, and tool_choice none (declareHistoryTools).
 //   - Prompt caching (unless Config.NoPromptCache): cache_control {"type":"ephemeral"} on the
 //     last system block, the last tool and the last block of each of the last two turns. The
 //     engine only appends to a session's context, so these prefixes recur from call to call.
@@ -127,6 +131,9 @@ func (c *Client) buildRequest(req *hippocam.Request) (*Request, error) {
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceAny}
 	default:
 		wr.ToolChoice = &ToolChoice{Type: toolChoiceTool, Name: choice}
+	}
+	if len(wr.Tools) == 0 {
+		declareHistoryTools(wr)
 	}
 	if err := c.applyExtra(wr, req); err != nil {
 		return nil, err
@@ -495,5 +502,24 @@ func markCache(wr *Request) {
 				break
 			}
 		}
+	}
+}
+
+// declareHistoryTools gives a request that defines no tools a declaration of every tool its
+// tool_use blocks call, in the order first called, with tool_choice none: the Messages API
+// refuses tool_use and tool_result blocks in a request without tools, and a role request in prose
+// reads the agent's exchanges but may call nothing.
+func declareHistoryTools(wr *Request) {
+	seen := map[string]bool{}
+	for _, m := range wr.Messages {
+		for _, b := range m.Content {
+			if b.Type == BlockToolUse && b.Name != "" && !seen[b.Name] {
+				seen[b.Name] = true
+				wr.Tools = append(wr.Tools, Tool{Name: b.Name, Description: "Called earlier in this conversation; not available in this request.", InputSchema: json.RawMessage(defaultSchema)})
+			}
+		}
+	}
+	if len(wr.Tools) > 0 {
+		wr.ToolChoice = &ToolChoice{Type: toolChoiceNone}
 	}
 }

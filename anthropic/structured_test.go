@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/hippocam/hippocam"
@@ -68,5 +69,38 @@ func TestStructuredRefusalRemembered(t *testing.T) {
 	}
 	if u.calls() != 2 {
 		t.Fatalf("%d requests sent, want 2", u.calls())
+	}
+}
+
+// A request without tools whose history calls tools (a role request in prose) declares the tools
+// it names, with tool_choice none, since the API refuses tool blocks in a request without tools.
+func TestHistoryToolsDeclared(t *testing.T) {
+	u := newUpstream(t, reply(200, okAnswer), reply(200, okAnswer))
+	c := newClient(t, u.srv.URL, func(cfg *anthropic.Config) { cfg.NoPromptCache = true })
+	req := &hippocam.Request{Role: hippocam.CallPrecip, Messages: []hippocam.Message{
+		{Role: hippocam.RoleUser, Content: "read a"},
+		{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{"path":"a"}`}}},
+		{Role: hippocam.RoleTool, ToolCallID: "c1", Content: "A"},
+		{Role: hippocam.RoleUser, Content: "Request for PRECIP"},
+	}}
+	if _, err := c.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Tools      []map[string]json.RawMessage `json:"tools"`
+		ToolChoice json.RawMessage              `json:"tool_choice"`
+	}
+	if err := json.Unmarshal(u.bodies[0], &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Tools) != 1 || string(body.Tools[0]["name"]) != `"read_file"` || string(body.ToolChoice) != `{"type":"none"}` {
+		t.Errorf("tools %v, tool_choice %s", body.Tools, body.ToolChoice)
+	}
+	// Without tool blocks, no tools.
+	if _, err := c.Complete(context.Background(), userRequest("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(u.bodies[1]), `"tools"`) {
+		t.Errorf("tools declared without tool blocks: %s", u.bodies[1])
 	}
 }

@@ -90,15 +90,17 @@ func native(t *testing.T, format string, b []byte) bool {
 		rf := body.ResponseFormat
 		return rf != nil && rf.Type == "json_schema" && rf.JSONSchema.Strict && rf.JSONSchema.Name != ""
 	}
-	if len(body.ToolChoice) == 0 {
-		if len(body.Tools) > 0 {
+	var tc struct{ Type, Name string }
+	_ = json.Unmarshal(body.ToolChoice, &tc)
+	if tc.Type != "tool" {
+		// In prose: no tools, or the tools the history calls declared with tool_choice none
+		// (the API refuses tool blocks in a request without tools).
+		if len(body.Tools) > 0 && tc.Type != "none" {
 			t.Fatalf("a prose role request offers tools: %s", clip(string(b)))
 		}
 		return false
 	}
-	var tc struct{ Type, Name string }
-	_ = json.Unmarshal(body.ToolChoice, &tc)
-	if tc.Type != "tool" || len(body.Tools) != 1 || body.Tools[0].Name != tc.Name {
+	if len(body.Tools) != 1 || body.Tools[0].Name != tc.Name {
 		t.Fatalf("a role request forces %s among %d tools", body.ToolChoice, len(body.Tools))
 	}
 	return true
