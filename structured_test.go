@@ -131,3 +131,25 @@ func TestRefusesStructured(t *testing.T) {
 		t.Errorf("json: %v", err)
 	}
 }
+
+// DropNulls removes null members at every level and keeps the rest as written.
+func TestDropNulls(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"close":null,"open":null,"guidance":null}`:                           `{}`,
+		`{"a":[{"x":0.20,"y":null},null],"b":"null <&>","c":{"d":null,"e":1}}`: `{"a":[{"x":0.20},null],"b":"null \u003c\u0026\u003e","c":{"e":1}}`,
+		`{"memory":"I read it."}`:                                              `{"memory":"I read it."}`,
+		`{"broken":null`:                                                       `{"broken":null`,
+	} {
+		got := hippocam.DropNulls(in)
+		var a, b any
+		if json.Unmarshal([]byte(got), &a) == nil && json.Unmarshal([]byte(want), &b) == nil {
+			ga, _ := json.Marshal(a)
+			gb, _ := json.Marshal(b)
+			if string(ga) != string(gb) || (strings.Contains(in, "0.20") && !strings.Contains(got, "0.20")) {
+				t.Errorf("DropNulls(%s) = %s, want %s", in, got, want)
+			}
+		} else if got != want {
+			t.Errorf("DropNulls(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -60,6 +60,9 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 			return err
 		}
 		args, found := contractAnswer(resp, tool.Name)
+		if req.Structured != nil {
+			args = hippocam.DropNulls(args) // what strict mode made nullable and the model left out
+		}
 		if !found {
 			problem = "the answer holds no JSON object"
 		} else if err := accept(args); err != nil {

@@ -72,6 +72,9 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 			return fmt.Errorf("%s: %w", role, err)
 		}
 		args, found := answerObject(resp, string(role))
+		if native {
+			args = hippocam.DropNulls(args) // what strict mode made nullable and the model left out
+		}
 		switch {
 		case !found:
 			problem = "the answer holds no JSON object"

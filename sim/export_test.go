@@ -15,3 +15,6 @@ func PlainText(s string) bool {
 
 // EncodedTokens is the number of tokens the prompt cache has encoded so far (memo misses).
 func (m *Model) EncodedTokens() int64 { return m.cache.encoded.Load() }
+
+// WithNulls is withNulls: text as a strict model writes it under schema.
+var WithNulls = withNulls

@@ -160,7 +160,9 @@ func strictProblem(schema json.RawMessage, path string) string {
 // object leaves out is there, null, at every level. Its members come in the schema's order.
 func withNulls(text string, schema json.RawMessage) (string, error) {
 	var v any
-	if err := json.Unmarshal([]byte(text), &v); err != nil {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber() // numbers as written: "0.20" stays 0.20
+	if err := dec.Decode(&v); err != nil {
 		return "", hippocam.Errorf(hippocam.EINTERNAL, "structured answer: %v", err)
 	}
 	var b bytes.Buffer

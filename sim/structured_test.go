@@ -9,6 +9,7 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/openai/wire"
+	"github.com/hippocam/hippocam/sim"
 )
 
 // janusStructured is a JANUS request that asks for its answer by response_format json_schema,
@@ -42,6 +43,22 @@ func TestStructuredResponseFormat(t *testing.T) {
 	want := `{"close":null,"open":[{"label":"Read the exports","reason":null,"done":"both are read"}],"guidance":"`
 	if got := answerText(t, resp); !strings.HasPrefix(got, want) {
 		t.Errorf("opening answer %q, want it to begin %q", got, want)
+	}
+	// Numbers keep their text when nulls are filled in.
+	rf, err := wire.ResponseFormat(&hippocam.Structured{Name: "n", Strict: true, Schema: json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string"},"x":{"type":"number"}},"required":["memory"]}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(rf, &shape); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sim.WithNulls(`{"memory":"I kept 0.20","x":0.20}`, shape.JSONSchema.Schema); err != nil || got != `{"memory":"I kept 0.20","x":0.20}` {
+		t.Errorf("WithNulls: %s %v", got, err)
 	}
 	// Not strict: as the model writes it.
 	resp = complete(t, m, hippocam.CallJanus, janusStructured(t, "hello", engine.JanusToolSpec.Parameters, false))
