@@ -216,6 +216,7 @@ func newGrounding(context []hippocam.Message, lo int, instruction string) *groun
 		g.words[w] = true
 	}
 	g.numbers = numbersOf(g.source)
+	statusCodes(g.words, g.numbers)
 	g.amounts = map[string]bool{}
 	keys, _ := amounts(g.source)
 	for _, k := range keys {
