@@ -264,3 +264,101 @@ func TestSearchAfterUnknownHit(t *testing.T) {
 		t.Fatalf("trace %+v, want an error naming m999", res.Answer.Trace)
 	}
 }
+
+// Recall and search results that fill the window again and again, several in one answer, never
+// get an error for want of room while earlier results can give theirs (first by shrinking to
+// their listings, then by being withdrawn), and never eat the room reserved for the answer:
+// every main request, the final one included, leaves the reserve free.
+func TestRecallRoomKeepsAnswerReserve(t *testing.T) {
+	const window, reserve = 4000, 800
+	var groups [][]string
+	for g := 0; g < 6; g++ {
+		groups = append(groups, []string{fmt.Sprintf("Dump the ledger part %d.", g), fmt.Sprintf("ledger part %d\n", g) + filler(fmt.Sprintf("p%d", g), 60)})
+	}
+	st, _, ids := archived(t, groups)
+	big := func(k int) string { return ids[k%len(ids)][1] }
+	var mu sync.Mutex
+	withdrawn, answers := false, 0
+	m := &mainScript{inner: mustSim(t), next: func(msgs []hippocam.Message) hippocam.Message {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range msgs {
+			withdrawn = withdrawn || strings.HasPrefix(r.Content, "Withdrawn to make room")
+		}
+		answers++
+		k := answers
+		var calls []hippocam.ToolCall
+		switch {
+		case k > 24:
+			return hippocam.Message{Role: hippocam.RoleAssistant, Content: "done"}
+		case k%2 == 0: // three at once: a recall, a search and another recall
+			calls = []hippocam.ToolCall{
+				{Name: engine.RecallTool, Arguments: fmt.Sprintf(`{"ref":%q}`, big(k))},
+				{Name: engine.SearchTool, Arguments: `{"query":"ledger part"}`},
+				{Name: engine.RecallTool, Arguments: fmt.Sprintf(`{"ref":%q}`, big(k+1))},
+			}
+		default:
+			calls = []hippocam.ToolCall{{Name: engine.RecallTool, Arguments: fmt.Sprintf(`{"ref":%q}`, big(k))}}
+		}
+		return hippocam.Message{Role: hippocam.RoleAssistant, ToolCalls: calls}
+	}}
+	cfg := engine.ForWindow(window)
+	e := mustEngine(t, cfg, m)
+	var sizes []int
+	in := engine.Input{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "go through the ledger"}}, MaxTokens: reserve,
+		OnCall: func(n int) { sizes = append(sizes, n) }}
+	res, err := e.Advance(context.Background(), st, "", "s1", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer.Content != "done" || res.RecallCalls != 48 {
+		t.Fatalf("answer %q after %d calls, want done after 48", res.Answer.Content, res.RecallCalls)
+	}
+	for _, r := range res.Answer.Trace {
+		if r.Role == hippocam.RoleTool && strings.Contains(r.Content, "error") {
+			t.Errorf("a call got no page: %s", clip(r.Content))
+		}
+	}
+	if len(sizes) != 25 {
+		t.Fatalf("%d main requests, want 25", len(sizes))
+	}
+	for i, n := range sizes {
+		if n+reserve > window {
+			t.Errorf("request %d takes %d tokens: %d are left for the answer, want at least %d", i+1, n, window-n, reserve)
+		}
+	}
+	if !withdrawn {
+		t.Errorf("no result was withdrawn: the window never filled with listings")
+	}
+	t.Logf("request sizes %v", sizes)
+}
+
+// A hit inside one message far larger than the room is read page by page: the search names its
+// layer, the layer leaves the message out with a handle, and the handle pages it by bytes until
+// the detail, at its very end, comes into view.
+func TestSearchHitInHugeMessage(t *testing.T) {
+	st, _, ids := archived(t, [][]string{{"Dump the crash log.", filler("crash", 400) + "detail last_error := disk full at 03:12\n"}})
+	e := mustEngine(t, engine.ForWindow(8000), mustSim(t))
+	res, err := e.Advance(context.Background(), st, "", "s1", engine.Input{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "!ask last_error"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer.Content != "last_error := disk full at 03:12" {
+		for _, m := range res.Answer.Trace {
+			t.Logf("trace %s %v %s", m.Role, m.ToolCalls, clip(m.Content))
+		}
+		t.Fatalf("answer %q", res.Answer.Content)
+	}
+	pages := 0
+	for _, m := range res.Answer.Trace {
+		for _, c := range m.ToolCalls {
+			if c.Name == engine.RecallTool && strings.Contains(c.Arguments, ids[0][1]+"@") {
+				pages++
+			}
+		}
+	}
+	if res.SearchCalls != 1 || pages == 0 || res.MaxRequestTokens > 8000 {
+		t.Errorf("%d searches, %d later pages of %s, max request %d: want one search, then the message page by page", res.SearchCalls, pages, ids[0][1], res.MaxRequestTokens)
+	}
+	t.Logf("%d recall calls, %d of them later pages", res.RecallCalls, pages)
+}
