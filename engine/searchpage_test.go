@@ -362,3 +362,56 @@ func TestSearchHitInHugeMessage(t *testing.T) {
 	}
 	t.Logf("%d recall calls, %d of them later pages", res.RecallCalls, pages)
 }
+
+// When the room holds less than one whole hit, the first hit is still shown, its excerpt cut to
+// the room with a pointer to its message; only a room too small even for that is an error. Over
+// a range of windows every search gets either a page or, when nothing can give room, the error.
+func TestSearchCutsAHitToTheRoom(t *testing.T) {
+	cut, errs, full := 0, 0, 0
+	for w := 1200; w <= 2400; w += 8 {
+		st, _, _ := archived(t, [][]string{{
+			"The turbine owner asked for " + strings.Repeat("a complete record of every inspection ", 8),
+			"The turbine owner signed off " + strings.Repeat("on each of the inspection records ", 8),
+		}})
+		m := &mainScript{inner: mustSim(t), next: func(msgs []hippocam.Message) hippocam.Message {
+			if msgs[len(msgs)-1].Role == hippocam.RoleUser {
+				return toolAnswer(engine.SearchTool, `{"query":"turbine owner"}`)
+			}
+			return hippocam.Message{Role: hippocam.RoleAssistant, Content: "done"}
+		}}
+		cfg := engine.ForWindow(w)
+		if cfg.Validate() != nil {
+			continue
+		}
+		e := mustEngine(t, cfg, m)
+		res, err := e.Advance(context.Background(), st, "", "s1", engine.Input{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "who owns the turbine?"}}})
+		if err != nil {
+			continue // the window is too small for the step itself
+		}
+		if len(res.Answer.Trace) != 2 {
+			t.Fatalf("window %d: trace of %d messages", w, len(res.Answer.Trace))
+		}
+		got := res.Answer.Trace[1].Content
+		switch {
+		case strings.HasPrefix(got, "Search error: the window has room for only"):
+			errs++
+			if full > 0 || cut > 0 {
+				t.Errorf("window %d: %s, though a smaller window showed hits", w, got)
+			}
+		case strings.Contains(got, "excerpt cut for want of room"):
+			cut++
+			if len(hitIDs(got)) != 1 || readOn(got) == "" {
+				t.Errorf("window %d: a cut page should show one hit and how to read on:\n%s", w, got)
+			}
+		default:
+			full++
+		}
+		if res.MaxRequestTokens > w {
+			t.Errorf("window %d: a request of %d tokens", w, res.MaxRequestTokens)
+		}
+	}
+	t.Logf("%d windows with an error, %d with a cut hit, %d with whole hits", errs, cut, full)
+	if cut == 0 || full == 0 {
+		t.Errorf("the windows tried show %d cut and %d whole pages, want both", cut, full)
+	}
+}
