@@ -270,7 +270,9 @@ func TestSearchAfterUnknownHit(t *testing.T) {
 // their listings, then by being withdrawn), and never eat the room reserved for the answer:
 // every main request, the final one included, leaves the reserve free.
 func TestRecallRoomKeepsAnswerReserve(t *testing.T) {
-	const window, reserve = 4000, 800
+	// 16 answers with calls, every second one three calls at once (32 calls in all): the results
+	// fill the window many times over, and withdrawn ones leave room enough for the last.
+	const window, reserve, rounds = 4000, 800, 16
 	var groups [][]string
 	for g := 0; g < 6; g++ {
 		groups = append(groups, []string{fmt.Sprintf("Dump the ledger part %d.", g), fmt.Sprintf("ledger part %d\n", g) + filler(fmt.Sprintf("p%d", g), 60)})
@@ -289,7 +291,7 @@ func TestRecallRoomKeepsAnswerReserve(t *testing.T) {
 		k := answers
 		var calls []hippocam.ToolCall
 		switch {
-		case k > 24:
+		case k > rounds:
 			return hippocam.Message{Role: hippocam.RoleAssistant, Content: "done"}
 		case k%2 == 0: // three at once: a recall, a search and another recall
 			calls = []hippocam.ToolCall{
@@ -311,16 +313,16 @@ func TestRecallRoomKeepsAnswerReserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Answer.Content != "done" || res.RecallCalls != 48 {
-		t.Fatalf("answer %q after %d calls, want done after 48", res.Answer.Content, res.RecallCalls)
+	if res.Answer.Content != "done" || res.RecallCalls != 2*rounds {
+		t.Fatalf("answer %q after %d calls, want done after %d", res.Answer.Content, res.RecallCalls, 2*rounds)
 	}
 	for _, r := range res.Answer.Trace {
 		if r.Role == hippocam.RoleTool && strings.Contains(r.Content, "error") {
 			t.Errorf("a call got no page: %s", clip(r.Content))
 		}
 	}
-	if len(sizes) != 25 {
-		t.Fatalf("%d main requests, want 25", len(sizes))
+	if len(sizes) != rounds+1 {
+		t.Fatalf("%d main requests, want %d", len(sizes), rounds+1)
 	}
 	for i, n := range sizes {
 		if n+reserve > window {
