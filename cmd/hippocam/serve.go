@@ -278,7 +278,11 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	// The /v1 routes Hippocam does not serve itself go to the upstream as they came.
 	pass := &httpapi.PassThrough{BaseURL: mcfg.BaseURL, Anthropic: c.UpstreamFormat == "anthropic", APIKey: c.APIKey, Client: mcfg.HTTPClient,
 		Timeout: c.UpstreamTimeout}
-	srv, err := httpapi.New(httpapi.Config{Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, PassThrough: pass, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
+	var recordings httpapi.Recordings
+	if rec != nil {
+		recordings = rec
+	}
+	srv, err := httpapi.New(httpapi.Config{Recordings: recordings, Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, PassThrough: pass, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
 		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout, UpstreamFormat: upstreamFormatOf(c.UpstreamFormat)})
 	if err != nil {
 		return err
