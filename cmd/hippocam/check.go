@@ -75,9 +75,9 @@ func (c *CheckCommand) ParseFlags(args []string) error {
 	return nil
 }
 
-// recordedCases returns the cases of a recording's lines, in order: the lines are JSON objects,
-// one per line; blank lines are skipped, and so are lines without a case (the main model's
-// calls, a failed call).
+// recordedCases returns the cases of a recording's lines, in order: every line is a recorded
+// exchange (a JSON object naming its call's role); blank lines are skipped, and so are exchanges
+// without a case (the main model's calls, a failed call).
 func recordedCases(raw []byte) ([]checkCase, error) {
 	var cases []checkCase
 	n := 0
@@ -93,10 +93,14 @@ func recordedCases(raw []byte) ([]checkCase, error) {
 			continue
 		}
 		var l struct {
+			Role string     `json:"role"`
 			Case *checkCase `json:"case"`
 		}
 		if err := json.Unmarshal(line, &l); err != nil {
 			return nil, fmt.Errorf("line %d: %v", n, err)
+		}
+		if l.Role == "" {
+			return nil, fmt.Errorf("line %d: not a recorded exchange (no role)", n)
 		}
 		if l.Case != nil {
 			cases = append(cases, *l.Case)
