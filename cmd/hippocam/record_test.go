@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -290,6 +291,10 @@ func TestServeRecordEndToEnd(t *testing.T) {
 	}
 	if code, _, _ := do("GET", sp+"/recording", acmeKey, nil); code != http.StatusNotFound {
 		t.Errorf("GET recording after the deletion: %d, want 404", code)
+	}
+	code, _, body = do("GET", "/metrics", acmeKey, nil)
+	if code != http.StatusOK || !bytes.Contains(body, []byte("hippocam_record_lost_total 0")) || !regexp.MustCompile(`hippocam_record_lines_total [1-9]`).Match(body) {
+		t.Errorf("GET /metrics: %d, no recording counts", code)
 	}
 	if strings.Contains(log.String(), "recording: a line was lost") {
 		t.Errorf("lines were lost:\n%s", log)

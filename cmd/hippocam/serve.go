@@ -281,6 +281,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	var recordings httpapi.Recordings
 	if rec != nil {
 		recordings = rec
+		metrics.WatchRecording(rec.Lines, rec.Failures)
 	}
 	srv, err := httpapi.New(httpapi.Config{Recordings: recordings, Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, PassThrough: pass, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
 		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout, UpstreamFormat: upstreamFormatOf(c.UpstreamFormat)})
