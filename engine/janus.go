@@ -168,7 +168,7 @@ func (st *step) janus(ctx context.Context) ([]hippocam.Intent, string, error) {
 	var ops hippocam.StackOps
 	decided := false
 	instruction := janusInstruction(st.s.Stack, ReviewLine(st.s.Context, st.reviewFrom()))
-	err := st.contractCall(ctx, hippocam.CallJanus, janusPrompt, end, instruction, JanusToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallJanus, janusPrompt, 0, end, st.s.Stack, instruction, JanusToolSpec, func(args string) error {
 		var out JanusOutput
 		if err := decodeArgs(args, &out); err != nil {
 			return err

@@ -28,8 +28,11 @@ func (e *errGaveUp) Error() string {
 // object (or a call of tool); accept decodes and validates it. When accept fails, the call is
 // repeated with the instruction extended by the validation error and the rejected answer, at most
 // Corrections times; after that, errGaveUp. Errors of the model itself are returned as they are,
-// and a request that would not fit the window is not sent.
-func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, end int, instruction string, tool hippocam.Tool, accept func(args string) error) error {
+// and a request that would not fit the window is not sent. lo is where the span a PALIM or PRECIP
+// call consolidates begins (it ends at end), stack the intents JANUS judges or PRECIP closes the
+// innermost of: with them every attempt's context carries its case (hippocam.CallNote), and the
+// problems found with its answer, for an observer of the calls.
+func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, lo, end int, stack hippocam.IntentStack, instruction string, tool hippocam.Tool, accept func(args string) error) error {
 	msgs := st.requestPrefix(end)
 	tools := st.agentTools(true)
 	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
@@ -55,8 +58,10 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
 			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 		}
-		resp, err := st.componentCall(ctx, req)
+		note := &hippocam.CallNote{Attempt: attempt + 1, Case: st.callCase(role, lo, end, stack, tool.Name)}
+		resp, err := st.componentCall(hippocam.WithCallNote(ctx, note), req)
 		if err != nil {
+			note.Done()
 			return err
 		}
 		args, found := "", false
@@ -74,8 +79,11 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		} else if err := accept(args); err != nil {
 			problem = err.Error()
 		} else {
+			note.Done()
 			return nil
 		}
+		note.Refuse(problem)
+		note.Done()
 		answer := args
 		if !found {
 			answer = resp.Message.Content
@@ -86,6 +94,24 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 			"\nAnswer again, correctly."
 	}
 	return &errGaveUp{role: role, last: problem}
+}
+
+// callCase returns the case of a component call for its note: the visible messages of the
+// context up to end, the span's start among them.
+func (st *step) callCase(role hippocam.CallRole, lo, end int, stack hippocam.IntentStack, tool string) func() *hippocam.CallCase {
+	return func() *hippocam.CallCase {
+		c := &hippocam.CallCase{Role: role, Stack: stack, Tool: tool, Lo: -1}
+		for i, m := range st.s.Context[:end] {
+			if m.Kind.Hidden() {
+				continue
+			}
+			if i >= lo && c.Lo < 0 && role != hippocam.CallJanus {
+				c.Lo = len(c.Messages)
+			}
+			c.Messages = append(c.Messages, m)
+		}
+		return c
+	}
 }
 
 // componentRetries bounds the extra attempts at a component call whose answer arrived but could

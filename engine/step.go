@@ -61,6 +61,7 @@ type step struct {
 // carrying their usage (UsageOf), which the caller should record: it was paid for. Failures of JANUS, PRECIP and PALIM are not errors: they leave the stack or
 // the span as it was and the step continues.
 func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (_ *Result, err error) {
+	ctx = hippocam.WithCallSession(ctx, s.Tenant, s.ID) // the model calls below are the session's (an observer files them under it)
 	began := time.Now()
 	st := e.newStep(s, arch, in)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)

@@ -61,8 +61,10 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 			{Role: hippocam.RoleSystem, Content: system},
 			{Role: hippocam.RoleUser, Content: text},
 		}}
-		resp, err := env.Model.Complete(ctx, req)
+		note := &hippocam.CallNote{Attempt: attempt + 1} // for an observer of the calls
+		resp, err := env.Model.Complete(hippocam.WithCallNote(ctx, note), req)
 		if err != nil {
+			note.Done()
 			return fmt.Errorf("%s: %w", role, err)
 		}
 		args, found := hippocam.JSONObject(resp.Message.Content)
@@ -79,9 +81,12 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 			if err := accept(args); err != nil {
 				problem = err.Error()
 			} else {
+				note.Done()
 				return nil
 			}
 		}
+		note.Refuse(problem)
+		note.Done()
 		env.log().Warn("learning component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
 		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
 			"\nIt was: " + clip(resp.Message.Content, 1000) + "\nAnswer again, correctly."
