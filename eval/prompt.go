@@ -103,10 +103,10 @@ func splitAnswers(reply string, n int) []string {
 
 // The verdicts of the judge.
 const (
-	Correct   = "correct"
-	Partial   = "partially_correct"
-	Wrong     = "wrong"
-	Unjudged  = "unjudged" // no verdict: the answer or the judge's call failed, or its reply was unreadable
+	Correct  = "correct"
+	Partial  = "partially_correct"
+	Wrong    = "wrong"
+	Unjudged = "unjudged" // no verdict: the answer or the judge's call failed, or its reply was unreadable
 )
 
 const judgeSystem = `You grade answers about long conversations. You compare the answer given with a reference answer that is known to be right, and reply only with a JSON object.`

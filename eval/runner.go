@@ -246,7 +246,9 @@ func (r *runner) step() {
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
 // sessionPrefix starts the name of every proxy session of the run.
-func (r *runner) sessionPrefix() string { return "eval-" + unsafeName.ReplaceAllString(r.cfg.RunID, "_") + "-" }
+func (r *runner) sessionPrefix() string {
+	return "eval-" + unsafeName.ReplaceAllString(r.cfg.RunID, "_") + "-"
+}
 
 // sample runs one sample under one condition: ingest (hippocam), then its questions, batch by
 // batch.
