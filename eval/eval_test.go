@@ -116,8 +116,8 @@ func TestSplitAnswers(t *testing.T) {
 
 func TestReadVerdict(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"verdict": "correct", "reason": "same"}`:                    Correct,
-		"```json\n{\"verdict\": \"Partially Correct\"}\n```":          Partial,
+		`{"verdict": "correct", "reason": "same"}`:                     Correct,
+		"```json\n{\"verdict\": \"Partially Correct\"}\n```":           Partial,
 		`Sure. {"verdict": "incorrect", "reason": "it names another"}`: Wrong,
 	} {
 		if v, _, err := readVerdict(in); err != nil || v != want {
