@@ -217,7 +217,15 @@ func TestRunDirect(t *testing.T) {
 	if rows[0].Batch != 2 || rows[0].InputTokens+rows[1].InputTokens == 0 || rows[0].CostUSD == nil || *rows[0].CostUSD == 0 {
 		t.Errorf("usage of a batch %+v", rows)
 	}
-	cfg.Judge, cfg.OnRow = failing{}, nil
+	// Two copies of the sample side by side: the same verdicts, in sample order.
+	d2 := *d
+	d2.Samples = []Sample{d.Samples[0], d.Samples[0]}
+	d2.Samples[1].ID = "t"
+	cfg.Parallel, cfg.OnRow = 2, nil
+	if res, err = Run(context.Background(), cfg, &d2); err != nil || len(res.Rows) != 4 || res.Rows[0].Sample != "s" || res.Rows[2].Sample != "t" || res.Rows[3].Verdict != Partial {
+		t.Errorf("in parallel: %v, %+v", err, res.Rows)
+	}
+	cfg.Judge = failing{}
 	res, err = Run(context.Background(), cfg, d)
 	if err != nil || res.Rows[0].Verdict != Unjudged || !strings.Contains(res.Rows[0].Error, "judge:") {
 		t.Errorf("with a failing judge: %v, %+v", err, res.Rows)

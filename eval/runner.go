@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"sync"
 
 	"github.com/hippocam/hippocam"
 )
@@ -41,6 +42,9 @@ type Config struct {
 	Batch int
 	// Limit caps the questions of the run (0: all), taken in dataset order.
 	Limit int
+	// Parallel is how many samples run at once (1 when less); each condition finishes before
+	// the next begins.
+	Parallel int
 	// AnswerTokens is the most an answer may take per question (DefaultAnswerTokens when 0).
 	AnswerTokens int
 	// Prices, when set, price every call; without them costs stay null.
@@ -58,7 +62,8 @@ type Config struct {
 	ProxyUsage func(ctx context.Context, prefix string) (hippocam.Usage, error)
 
 	// OnRow receives each graded row as soon as it is done; Progress the units done of the
-	// total (a unit is one ingested session or one answered question).
+	// total (a unit is one ingested session or one answered question). Neither is called
+	// concurrently.
 	OnRow    func(Row) error
 	Progress func(done, total int)
 }
@@ -180,10 +185,12 @@ func Run(ctx context.Context, cfg Config, d *Dataset) (*Result, error) {
 	r := &runner{cfg: cfg, res: res, total: total}
 	for _, c := range cfg.Conditions {
 		u := CondUsage{}
-		for _, s := range samples {
-			if err := r.sample(ctx, c, s, &u); err != nil {
-				return res, err
-			}
+		rows, err := r.condition(ctx, c, samples, &u)
+		for _, rs := range rows {
+			res.Rows = append(res.Rows, rs...)
+		}
+		if err != nil {
+			return res, err
 		}
 		if c == CondHippocam && cfg.ProxyUsage != nil {
 			pu, err := cfg.ProxyUsage(ctx, r.sessionPrefix())
@@ -221,6 +228,9 @@ func (cfg *Config) check() error {
 	if cfg.Batch < 1 {
 		cfg.Batch = 1
 	}
+	if cfg.Parallel < 1 {
+		cfg.Parallel = 1
+	}
 	if cfg.AnswerTokens <= 0 {
 		cfg.AnswerTokens = DefaultAnswerTokens
 	}
@@ -231,16 +241,75 @@ func (cfg *Config) check() error {
 }
 
 type runner struct {
-	cfg         Config
-	res         *Result
+	cfg Config
+	res *Result
+	// mu guards what the samples running side by side share: the progress count, OnRow and
+	// the usage of the condition.
+	mu          sync.Mutex
 	done, total int
 }
 
+// condition runs every sample under one condition, cfg.Parallel of them at a time, and returns
+// their rows in sample order. The first error stops the samples not yet started and cancels
+// the others.
+func (r *runner) condition(ctx context.Context, cond string, samples []Sample, u *CondUsage) ([][]Row, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows := make([][]Row, len(samples))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for w := 0; w < min(r.cfg.Parallel, len(samples)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				var err error
+				if rows[i], err = r.sample(ctx, cond, samples[i], u); err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+	for i := range samples {
+		select {
+		case next <- i:
+			continue
+		case <-ctx.Done():
+		}
+		break
+	}
+	close(next)
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return rows, first
+}
+
+// step counts one unit done.
 func (r *runner) step() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.done++
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(r.done, r.total)
 	}
+}
+
+// emit hands on one graded row and counts it.
+func (r *runner) emit(row Row) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(r.done, r.total)
+	}
+	if r.cfg.OnRow != nil {
+		return r.cfg.OnRow(row)
+	}
+	return nil
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -252,7 +321,7 @@ func (r *runner) sessionPrefix() string {
 
 // sample runs one sample under one condition: ingest (hippocam), then its questions, batch by
 // batch.
-func (r *runner) sample(ctx context.Context, cond string, s Sample, u *CondUsage) error {
+func (r *runner) sample(ctx context.Context, cond string, s Sample, u *CondUsage) ([]Row, error) {
 	history := []hippocam.Message{{Role: hippocam.RoleSystem, Content: agentSystem}}
 	var model hippocam.Model = r.cfg.Direct
 	var ingestErr error
@@ -265,7 +334,7 @@ func (r *runner) sample(ctx context.Context, cond string, s Sample, u *CondUsage
 			if ingestErr == nil {
 				resp, err := model.Complete(ctx, &hippocam.Request{Role: hippocam.CallAgent, Model: r.cfg.Model, Messages: history, MaxTokens: ackTokens})
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, ctx.Err()
 				}
 				if err != nil {
 					ingestErr = fmt.Errorf("ingesting session %d: %w", i+1, err)
@@ -273,23 +342,28 @@ func (r *runner) sample(ctx context.Context, cond string, s Sample, u *CondUsage
 					ack := resp.Message
 					ack.Role, ack.Kind, ack.ToolCalls = hippocam.RoleAssistant, "", nil
 					history = append(history, ack)
+					r.mu.Lock()
 					addUsage(&u.Ingest, resp.Usage, r.cfg.Prices)
+					r.mu.Unlock()
 				}
 			}
 			r.step()
 		}
 	}
+	var rows []Row
 	for start := 0; start < len(s.Questions); start += r.cfg.Batch {
 		qs := s.Questions[start:min(start+r.cfg.Batch, len(s.Questions))]
-		if err := r.ask(ctx, cond, model, s, history, qs, ingestErr); err != nil {
-			return err
+		got, err := r.ask(ctx, cond, model, s, history, qs, ingestErr)
+		rows = append(rows, got...)
+		if err != nil {
+			return rows, err
 		}
 	}
-	return nil
+	return rows, nil
 }
 
 // ask answers a batch of questions, grades each answer and hands on the rows.
-func (r *runner) ask(ctx context.Context, cond string, model hippocam.Model, s Sample, history []hippocam.Message, qs []Question, failed error) error {
+func (r *runner) ask(ctx context.Context, cond string, model hippocam.Model, s Sample, history []hippocam.Message, qs []Question, failed error) ([]Row, error) {
 	q := batchMessage(qs)
 	var msgs []hippocam.Message
 	switch cond {
@@ -310,7 +384,7 @@ func (r *runner) ask(ctx context.Context, cond string, model hippocam.Model, s S
 		var resp *hippocam.Response
 		resp, err = model.Complete(ctx, &hippocam.Request{Role: hippocam.CallAgent, Model: r.cfg.Model, Messages: msgs, MaxTokens: r.cfg.AnswerTokens * len(qs)})
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		if err == nil {
 			answers = splitAnswers(resp.Message.Content, len(qs))
@@ -323,18 +397,14 @@ func (r *runner) ask(ctx context.Context, cond string, model hippocam.Model, s S
 		} else {
 			rows[i].Answer = answers[i]
 			if err := r.grade(ctx, qs[i], &rows[i]); err != nil {
-				return err
+				return rows[:i], err
 			}
 		}
-		r.res.Rows = append(r.res.Rows, rows[i])
-		if r.cfg.OnRow != nil {
-			if err := r.cfg.OnRow(rows[i]); err != nil {
-				return err
-			}
+		if err := r.emit(rows[i]); err != nil {
+			return rows[:i+1], err
 		}
-		r.step()
 	}
-	return nil
+	return rows, nil
 }
 
 // grade asks the judge about one answer. A failed or unreadable judgement leaves the row

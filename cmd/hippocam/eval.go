@@ -30,6 +30,7 @@ type EvalCommand struct {
 	Model, JudgeModel          string
 	Conditions                 []string
 	Window, Batch, Limit       int
+	Parallel                   int
 	AnswerTokens               int
 	Out, APIKeyEnv, PricesFlag string
 	Stdout, Stderr             io.Writer
@@ -51,6 +52,7 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 	fs.IntVar(&c.Window, "context-window", 8000, "the context window of the hippocam and truncate conditions, in tokens")
 	fs.IntVar(&c.Batch, "batch", 1, "questions asked per request")
 	fs.IntVar(&c.Limit, "limit", 0, "ask at most this many questions, in dataset order (0: all)")
+	fs.IntVar(&c.Parallel, "parallel", 4, "samples run at once")
 	fs.IntVar(&c.AnswerTokens, "answer-tokens", eval.DefaultAnswerTokens, "the most tokens an answer may take, per question")
 	fs.StringVar(&c.Out, "out", "eval-results", "the directory of the results")
 	fs.StringVar(&c.APIKeyEnv, "api-key-env", "", "the environment variable holding the endpoint's API key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY for --upstream-format anthropic)")
@@ -74,8 +76,8 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 		return fmt.Errorf("--format must be locomo or longmemeval, not %q", c.Format)
 	case c.Window < 512:
 		return fmt.Errorf("--context-window must be at least 512 tokens")
-	case c.Batch < 1 || c.Limit < 0 || c.AnswerTokens < 1:
-		return fmt.Errorf("--batch and --answer-tokens must be at least 1, --limit at least 0")
+	case c.Batch < 1 || c.Parallel < 1 || c.Limit < 0 || c.AnswerTokens < 1:
+		return fmt.Errorf("--batch, --parallel and --answer-tokens must be at least 1, --limit at least 0")
 	}
 	c.Conditions = splitNames(*conds)
 	for _, x := range c.Conditions {
@@ -134,7 +136,7 @@ func (c *EvalCommand) Run(ctx context.Context) error {
 		return err
 	}
 	cfg := eval.Config{Conditions: c.Conditions, Model: c.Model, JudgeModel: c.JudgeModel, Window: c.Window, Batch: c.Batch,
-		Limit: c.Limit, AnswerTokens: c.AnswerTokens, Prices: c.prices, RunID: time.Now().UTC().Format("20060102T150405"),
+		Limit: c.Limit, Parallel: c.Parallel, AnswerTokens: c.AnswerTokens, Prices: c.prices, RunID: time.Now().UTC().Format("20060102T150405"),
 		Tok: tok, Direct: direct, Judge: direct}
 	if contains(c.Conditions, eval.CondHippocam) {
 		logf, err := os.Create(filepath.Join(c.Out, "serve.log"))
