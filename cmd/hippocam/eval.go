@@ -168,13 +168,14 @@ func (c *EvalCommand) Run(ctx context.Context) error {
 	cfg.Progress = c.progress()
 	n := len(eval.Select(d, c.Limit))
 	fmt.Fprintf(c.Stderr, "eval: %s, %d samples, %d questions, conditions %s\n", d.Format, n, questionsOf(eval.Select(d, c.Limit)), strings.Join(c.Conditions, ", "))
-	res, err := eval.Run(ctx, cfg, d)
-	if err != nil {
-		return err
+	res, runErr := eval.Run(ctx, cfg, d)
+	if res == nil {
+		return runErr
 	}
 	if err := rows.Close(); err != nil {
 		return err
 	}
+	// An interrupted run still summarises the rows it graded.
 	sum := eval.Summarize(res)
 	md := sum.Markdown(res)
 	files := map[string][]byte{"summary.md": []byte(md), "scores.svg": sum.Plot(res)}
@@ -187,6 +188,10 @@ func (c *EvalCommand) Run(ctx context.Context) error {
 		if err := os.WriteFile(filepath.Join(c.Out, name), b, 0o644); err != nil {
 			return err
 		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(c.Stderr, "eval: stopped early; %s summarises the %d rows graded so far\n", c.Out, len(res.Rows))
+		return runErr
 	}
 	fmt.Fprint(c.Stdout, md)
 	fmt.Fprintf(c.Stdout, "\nwrote %s (results.jsonl, summary.md, summary.json, scores.svg)\n", c.Out)
