@@ -69,6 +69,16 @@ func runEval(t *testing.T, bin string, out string, args ...string) (string, stri
 	return stdout.String(), stderr.String(), rows
 }
 
+// forks counts the forks the in-process proxy logged.
+func forks(t *testing.T, out string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "serve.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "continuing in a fork")
+}
+
 // verdicts maps condition and question id to the verdict of every row.
 func verdicts(rows []eval.Row) map[[2]string]string {
 	v := map[[2]string]string{}
@@ -181,6 +191,11 @@ func TestEvalEndToEnd(t *testing.T) {
 			t.Errorf("the proxy's usage by role lacks agent, janus or palim: %v", p)
 		}
 		checkReport(t, out, stdout, []string{"1", "2", "3", "4"})
+		// Each question after a sample's first was asked in a fork of its own, so that none
+		// saw another: 4 forks for the 5 questions of conv-sim-1, none for conv-sim-2's one.
+		if n := forks(t, out); n != 4 {
+			t.Errorf("%d forks, want 4", n)
+		}
 		if !strings.Contains(stdout, "left out: 1 questions, adversarial (LoCoMo category 5)") {
 			t.Errorf("the summary does not say category 5 was left out:\n%s", stdout)
 		}
@@ -227,6 +242,9 @@ func TestEvalEndToEnd(t *testing.T) {
 			if r.Batch != map[string]int{"conv-sim-1/q1": 3, "conv-sim-1/q2": 3, "conv-sim-1/q3": 3, "conv-sim-1/q4": 1}[r.QuestionID] {
 				t.Errorf("%s asked in a batch of %d", r.QuestionID, r.Batch)
 			}
+		}
+		if n := forks(t, out); n != 1 {
+			t.Errorf("%d forks for two batches, want 1", n)
 		}
 		if v[[2]string{"hippocam", "conv-sim-1/q1"}] != eval.Correct || v[[2]string{"truncate", "conv-sim-1/q1"}] != eval.Wrong || v[[2]string{"hippocam", "conv-sim-1/q3"}] != eval.Correct {
 			t.Errorf("batched verdicts %v", v)
