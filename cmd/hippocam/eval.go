@@ -45,7 +45,7 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 	conds := fs.String("conditions", strings.Join(eval.Conditions, ","), "the conditions to run, comma-separated: hippocam, full, truncate")
 	fs.StringVar(&c.Dataset, "dataset", "", "the dataset file: LoCoMo's locomo10.json or a LongMemEval JSON file")
 	fs.StringVar(&c.Format, "format", "", "the dataset's format, locomo or longmemeval (default: told from its fields)")
-	fs.StringVar(&c.Upstream, "upstream", "", "the endpoint's base URL, e.g. https://api.openai.com/v1")
+	fs.StringVar(&c.Upstream, "upstream", "", "the endpoint's base URL, e.g. https://api.openai.com/v1 (for anthropic, default https://api.anthropic.com)")
 	fs.StringVar(&c.UpstreamFormat, "upstream-format", "openai", "the endpoint's wire format: openai (chat completions) or anthropic (messages)")
 	fs.StringVar(&c.Model, "model", "", "the model that answers")
 	fs.StringVar(&c.JudgeModel, "judge-model", "", "the model that grades the answers (default: --model)")
@@ -56,12 +56,15 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 	fs.IntVar(&c.AnswerTokens, "answer-tokens", eval.DefaultAnswerTokens, "the most tokens an answer may take, per question")
 	fs.StringVar(&c.Out, "out", "eval-results", "the directory of the results")
 	fs.StringVar(&c.APIKeyEnv, "api-key-env", "", "the environment variable holding the endpoint's API key (default OPENAI_API_KEY, or ANTHROPIC_API_KEY for --upstream-format anthropic)")
-	fs.StringVar(&c.PricesFlag, "prices", "", "USD per million tokens as INPUT,CACHED_INPUT,OUTPUT, to price every call (default: costs stay null)")
+	fs.StringVar(&c.PricesFlag, "prices", "", "USD per million tokens as INPUT,CACHED_INPUT,OUTPUT, or paper for the schedule of the paper that bench uses, to price every call (default: costs stay null)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.UpstreamFormat == "anthropic" && c.Upstream == "" {
+		c.Upstream = anthropic.DefaultBaseURL
 	}
 	switch {
 	case c.Dataset == "":
@@ -97,7 +100,10 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 			c.APIKeyEnv = "ANTHROPIC_API_KEY"
 		}
 	}
-	if c.PricesFlag != "" {
+	if c.PricesFlag == "paper" {
+		p := hippocam.DefaultPrices
+		c.prices = &p
+	} else if c.PricesFlag != "" {
 		parts := strings.Split(c.PricesFlag, ",")
 		var v [3]float64
 		if len(parts) != 3 {
