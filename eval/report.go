@@ -202,7 +202,7 @@ func (s *Summary) Markdown(res *Result) string {
 		}
 	}
 	for _, reason := range sortedKeys(res.Excluded) {
-		notes = append(notes, fmt.Sprintf("left out: %d questions, %s", res.Excluded[reason], reason))
+		notes = append(notes, fmt.Sprintf("questions left out: %d, %s", res.Excluded[reason], reason))
 	}
 	for _, n := range notes {
 		fmt.Fprintf(&b, "\n- %s", n)

@@ -204,6 +204,7 @@ func Run(ctx context.Context, cfg Config, d *Dataset) (*Result, error) {
 	return res, nil
 }
 
+// check refuses a run that cannot start and fills in the defaults.
 func (cfg *Config) check() error {
 	if len(cfg.Conditions) == 0 {
 		return fmt.Errorf("no condition to run")

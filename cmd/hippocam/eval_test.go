@@ -196,7 +196,7 @@ func TestEvalEndToEnd(t *testing.T) {
 		if n := forks(t, out); n != 4 {
 			t.Errorf("%d forks, want 4", n)
 		}
-		if !strings.Contains(stdout, "left out: 1 questions, adversarial (LoCoMo category 5)") {
+		if !strings.Contains(stdout, "questions left out: 1, adversarial (LoCoMo category 5)") {
 			t.Errorf("the summary does not say category 5 was left out:\n%s", stdout)
 		}
 		if !strings.Contains(stderr, "eval: 30/30 (100%)") { // 10 + 2 sessions ingested, 3 × 6 answers
