@@ -47,6 +47,8 @@ Usage:
         serve one tenant's memory, lessons and clusters over MCP on stdio (beside a running serve)
   hippocam learn --stream FILE [--conditions a,b] [--attempts N] [--context-window W] [--advisory-budget TOKENS] [--json]
         run a task stream under each learning condition with the simulated model, offline
+  hippocam eval --dataset FILE --upstream BASE_URL --model M [--conditions hippocam,full,truncate] [--context-window N] [--batch N] [--limit N] [--out DIR]
+        conversation-memory benchmarks (LoCoMo, LongMemEval) with an LLM judge, against any endpoint
   hippocam check [--json] FILE
         run recorded JANUS, PALIM and PRECIP answers (a JSON array of cases, or a serve --record
         recording) through the engine's validators, offline
@@ -78,6 +80,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = &LearnCommand{Stdout: stdout, Stderr: stderr}
 	case "mcp":
 		cmd = &McpCommand{Stdout: stdout, Stderr: stderr}
+	case "eval":
+		cmd = &EvalCommand{Stdout: stdout, Stderr: stderr}
 	case "version":
 		fmt.Fprintln(stdout, "hippocam", Version)
 		return 0
