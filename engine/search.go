@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hippocam/hippocam"
@@ -20,10 +22,11 @@ import (
 // memory, like recall's), and Result.RecallCalls counts searches too (Result.SearchCalls says
 // how many of them were), so Config.RecallLimit bounds both together.
 //
-// What a search reads is what the store holds: messages committed before the step. Messages
-// that entered during the step (its inputs, a history imported with them) are not in the store
-// yet and are not found; a stored hit that this step has since folded is given the ref of the
-// new node that holds it.
+// What a search reads is what the store holds (messages committed before the step) and the
+// messages that entered during the step and were already folded beneath a memory (a history
+// imported with the request, which the store cannot see before the step commits); those still in
+// view are found as hits in view. A stored hit that this step has since folded is given the ref
+// of the new node that holds it.
 
 // SearchTool is the main model's full-text search over the session's archive.
 const SearchTool = "search"
@@ -132,11 +135,11 @@ func (st *step) search(ctx context.Context, args string) searchOutcome {
 // until the anchor and a page beyond it are in. ENOTFOUND when after is not a hit of the query.
 func (st *step) searchFrom(ctx context.Context, query, after string) ([]hippocam.SearchHit, int, error) {
 	if after == "" {
-		hits, err := st.arch.Search(ctx, query, SearchHits+1)
+		hits, err := st.searchAll(ctx, query, SearchHits+1)
 		return hits, 0, err
 	}
 	for limit := 4 * (SearchHits + 1); ; limit *= 4 {
-		hits, err := st.arch.Search(ctx, query, limit)
+		hits, err := st.searchAll(ctx, query, limit)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -155,6 +158,41 @@ func (st *step) searchFrom(ctx context.Context, query, after string) ([]hippocam
 			return nil, 0, hippocam.Errorf(hippocam.ENOTFOUND, "search: %s is not a hit", after)
 		}
 	}
+}
+
+// searchAll returns up to limit hits of query, latest first: those among the messages that
+// entered in this step and that the step already filed beneath a memory (a long history arriving
+// at once is folded before it is stored, and the store cannot see it yet), then the store's. The
+// step's own messages are newer than every stored one, so they lead. ENOTFOUND from the store
+// (a session not stored yet) counts as no hits when the step has some.
+func (st *step) searchAll(ctx context.Context, query string, limit int) ([]hippocam.SearchHit, error) {
+	var fresh []hippocam.SearchHit
+	if q, err := hippocam.ParseSearchQuery(query); err == nil {
+		for ref, kids := range st.nodes {
+			for i := range kids {
+				m := &kids[i]
+				if seqOf(m.ID) <= st.storedSeq || !hippocam.Searchable(m) || !q.Matches(hippocam.SearchText(m)) {
+					continue
+				}
+				fresh = append(fresh, hippocam.SearchHit{Message: *m, Ref: ref, Snippet: q.Snippet(hippocam.SearchText(m))})
+			}
+		}
+		slices.SortFunc(fresh, func(a, b hippocam.SearchHit) int { return cmp.Compare(seqOf(b.Message.ID), seqOf(a.Message.ID)) })
+	}
+	if len(fresh) >= limit {
+		return fresh[:limit], nil
+	}
+	stored, err := st.arch.Search(ctx, query, limit-len(fresh))
+	if err != nil && !(len(fresh) > 0 && hippocam.ErrorCode(err) == hippocam.ENOTFOUND) {
+		return nil, err
+	}
+	return append(fresh, stored...), nil
+}
+
+// seqOf is idSeq's number, 0 for an id of another form.
+func seqOf(id string) int64 {
+	n, _ := idSeq(id)
+	return n
 }
 
 // searchLine is one hit of a search result, with its excerpt cut to at most excerpt bytes (the

@@ -46,6 +46,9 @@ type step struct {
 	// part passed to Input.OnText); partStarted is set once the current response added to it.
 	answerText  strings.Builder
 	partStarted bool
+	// storedSeq is the session's id sequence when the step began: messages with a higher
+	// sequence entered in this step and are not in the store yet, so search reads them here.
+	storedSeq int64
 	// preview appends without folding (Preview): nothing is consolidated and no model called,
 	// and a history with nothing new to answer is accepted.
 	preview bool
@@ -114,6 +117,7 @@ func (e *Engine) newStep(s *hippocam.Session, arch hippocam.Archive, in Input) *
 	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
 	st.res.Usage = hippocam.Usage{}
 	st.res.Change.From = s.Version
+	st.storedSeq = s.Seq
 	return st
 }
 

@@ -23,7 +23,7 @@ func TestPreviewMatchesNextStep(t *testing.T) {
 	}{
 		{"OKNamed", 8000, 4},
 		{"OKUnnamed", 8000, 4},
-		{"OKConsolidated", 3000, 40},
+		{"OKConsolidated", 3500, 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc, st := newService(t, tc.window)
