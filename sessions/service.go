@@ -21,8 +21,9 @@
 //   - A history that names no session continues the session whose transcript it extends, found
 //     by content (Store.FindSessions); otherwise it is a new conversation, in a new session of
 //     its own, even when it shares its opening with another.
-//   - A new session, or a fork, imports the whole history, consolidating as it goes, so that
-//     any history fits the window.
+//   - A new session imports the whole history, consolidating as it goes, so that any history
+//     fits the window. A fork takes over its parent's context cut where their histories part,
+//     memories and the trees beneath them included (inherit.go), and imports only the rest.
 //
 // Requests that continue the same session are serialized; a session or fork is stored only with
 // its first committed step, so a failed request leaves nothing behind.
