@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +21,11 @@ import (
 // newInlineService is newService with consolidation inside the step, so that every committed
 // session is consolidated as far as it will be.
 func newInlineService(tb testing.TB, window int) (*sessions.Service, hippocam.Store) {
+	return newInlineServiceOver(tb, window, inmem.New())
+}
+
+// newInlineServiceOver is newInlineService over the given store.
+func newInlineServiceOver(tb testing.TB, window int, st hippocam.Store) (*sessions.Service, hippocam.Store) {
 	tb.Helper()
 	tok := tokenizer.MustDefault()
 	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
@@ -31,7 +37,6 @@ func newInlineService(tb testing.TB, window int) (*sessions.Service, hippocam.St
 	if err != nil {
 		tb.Fatal(err)
 	}
-	st := inmem.New()
 	svc, err := sessions.New(sessions.Config{Engine: e, Store: st, Inline: true})
 	if err != nil {
 		tb.Fatal(err)
@@ -98,9 +103,20 @@ func checkHolds(t *testing.T, st hippocam.Store, id string, want []hippocam.Mess
 // A fork of a consolidated session takes over the parent's context at the fork point: its
 // import makes no PALIM call, its context opens with the parent's memories (same ids and refs),
 // the memories' children are its own to recall, now and after the parent is deleted, and it
-// holds its whole history.
+// holds its whole history. In every store: the tree is copied through ordinary commits.
 func TestForkInheritsConsolidations(t *testing.T) {
-	svc, st := newInlineService(t, 8000)
+	stores := map[string]func(t *testing.T) hippocam.Store{
+		"inmem":    func(t *testing.T) hippocam.Store { return inmem.New() },
+		"sqlite":   func(t *testing.T) hippocam.Store { return openSQLite(t, filepath.Join(t.TempDir(), "hippocam.db")) },
+		"postgres": func(t *testing.T) hippocam.Store { return openPostgres(t, postgresSchema(t)) },
+	}
+	for _, name := range []string{"inmem", "sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) { testForkInherits(t, stores[name](t)) })
+	}
+}
+
+func testForkInherits(t *testing.T, store hippocam.Store) {
+	svc, st := newInlineServiceOver(t, 8000, store)
 	ctx := context.Background()
 	c, parent := longSession(t, svc, "long", 40)
 
@@ -155,6 +171,11 @@ func TestForkInheritsConsolidations(t *testing.T) {
 	}
 	f.history = append(f.history, res.Answer)
 	checkHolds(t, st, "long~2", f.history)
+	// The fork's search index holds the inherited messages, archived ones included.
+	hits, err := st.Search(ctx, "t", "long~2", "code_3", 5)
+	if err != nil || len(hits) == 0 || !strings.Contains(hits[0].Message.Content, "detail code_3 := c3") {
+		t.Fatalf("searching the fork for an inherited message: %v %+v", err, hits)
+	}
 
 	// A detail is in no memory: the model recalls it from the inherited tree, once stored ...
 	f.history = append(f.history, hippocam.Message{Role: hippocam.RoleUser, Content: "!ask code_1"})
