@@ -331,3 +331,39 @@ func TestForkDeferredConsolidation(t *testing.T) {
 		checkHolds(t, st, res.Session.ID, append(f.history, res.Answer))
 	}
 }
+
+// A client that rewinds inside a fork forks from that fork, where its history is: the new
+// fork takes over the fork's consolidations, not only the shared part of the first session.
+func TestForkOfAFork(t *testing.T) {
+	svc, st := newInlineService(t, 8000)
+	ctx := context.Background()
+	c, _ := longSession(t, svc, "ff", 20)
+	// Rewind to the start of the session's second half and go on there, long enough to fold.
+	c.history = c.history[:20]
+	for i := 100; i < 125; i++ {
+		c.history = append(c.history, hippocam.Message{Role: hippocam.RoleUser,
+			Content: fmt.Sprintf("fact_%d := %d\n%s\ndetail code_%d := c%d\n!say noted %d", i, i*7, strings.Repeat("Some words of context. ", 30), i, i, i)})
+		res, err := svc.Continue(ctx, c.request("ff", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Session.ID != "ff~2" {
+			t.Fatalf("turn %d answered in %s", i, res.Session.ID)
+		}
+		c.history = append(c.history, res.Answer)
+	}
+	// Now rewind inside ff~2, past what ff shares with it.
+	cut := len(c.history) - 4
+	f := &client{framing: c.framing, history: append(slices.Clone(c.history[:cut]), hippocam.Message{Role: hippocam.RoleUser, Content: "!say again"})}
+	res, err := svc.Continue(ctx, f.request("ff", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fk := res.Session.Transcript.Fork; res.Session.ID != "ff~3" || fk == nil || fk.From != "ff~2" || fk.At != cut {
+		t.Fatalf("%s forked with origin %+v, want ff~3 from ff~2 at %d", res.Session.ID, res.Session.Transcript.Fork, cut)
+	}
+	if n := res.Step.Usage[hippocam.CallPalim].Calls; n != 0 {
+		t.Fatalf("the fork of a fork made %d PALIM calls", n)
+	}
+	checkHolds(t, st, "ff~3", append(f.history, res.Answer))
+}

@@ -549,11 +549,29 @@ func (s *Service) fork(ctx context.Context, h *history, base *hippocam.Session) 
 		s.log.Warn("fork bound reached", logTenant, h.Tenant, logSession, h.Name, "max_forks", s.cfg.MaxForks)
 		return nil, hippocam.Errorf(hippocam.EINVALID, "session %q has reached its bound of %d forks (--max-forks); name a new session (Hippocam-Session header)", h.Name, s.cfg.MaxForks)
 	}
+	// The fork's parent is the session of the name that shares the most with the history: the
+	// name's first session, or the one of its forks updated last (where a client that rewinds
+	// inside a fork was).
 	t, err := readTree(ctx, hippocam.SessionArchive(s.cfg.Store, base.Tenant, base.ID), base.Context)
 	if err != nil {
 		return nil, err
 	}
 	at := common(t.transcript(base.Context), h)
+	for _, info := range list {
+		if info.ID == base.ID || baseName(info.ID) != h.Name {
+			continue
+		}
+		if f, err := s.load(ctx, h.Tenant, info.ID); err == nil && f != nil && f.Transcript.Count > at {
+			ft, err := readTree(ctx, hippocam.SessionArchive(s.cfg.Store, f.Tenant, f.ID), f.Context)
+			if err != nil {
+				return nil, err
+			}
+			if n := common(ft.transcript(f.Context), h); n > at {
+				base, t, at = f, ft, n
+			}
+		}
+		break // the most recently updated fork only (the list is in that order)
+	}
 	id := forkName(h.Name, next)
 	sess := engine.NewSession(h.Tenant, id, h.Received.UTC())
 	sess.Transcript.Fork = &hippocam.Fork{From: base.ID, At: at}

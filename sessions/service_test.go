@@ -118,10 +118,14 @@ func TestServiceInterleavings(t *testing.T) {
 			case res.Event == sessions.EventForked:
 				// The fork takes over what its origin held before the shared messages end,
 				// and marks the request's framing when it is not the one in effect there.
-				at := common(held["s"], req.Conversation.Messages)
+				from := res.Session.Transcript.Fork.From
+				at := common(held[from], req.Conversation.Messages)
+				if at != res.Session.Transcript.Fork.At || at < common(held["s"], req.Conversation.Messages) {
+					rt.Fatalf("step %d: forked from %s at %d; it shares %d messages with it, %d with s", i, from, res.Session.Transcript.Fork.At, at, common(held["s"], req.Conversation.Messages))
+				}
 				var kept []mark
 				effect := ""
-				for _, m := range marks["s"] {
+				for _, m := range marks[from] {
 					if at > 0 && m.pos < at {
 						kept = append(kept, m)
 						if m.framing != "" {
