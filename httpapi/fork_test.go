@@ -57,13 +57,18 @@ func TestForkInheritsThroughTheProxy(t *testing.T) {
 	if p, f := parent.Context[1], fork.Context[1]; f.ID != p.ID || f.Ref != p.Ref || f.Content != p.Content {
 		t.Fatalf("the fork's context opens with %+v, the parent's with %+v", f, p)
 	}
-	var exp struct {
+	type expansion struct {
 		Messages []struct {
 			Role    string `json:"role"`
 			Content string `json:"content"`
+			Origin  *struct {
+				Raw string `json:"raw"`
+			} `json:"origin"`
 		} `json:"messages"`
 	}
+	var exp, pexp expansion
 	s.do(t, "GET", "/api/sessions/long~2/expand", "", "", nil).json(t, &exp)
+	s.do(t, "GET", "/api/sessions/long/expand", "", "", nil).json(t, &pexp)
 	if len(exp.Messages) != len(b.history) {
 		t.Fatalf("the fork expands to %d messages, its history has %d", len(exp.Messages), len(b.history))
 	}
@@ -71,6 +76,9 @@ func TestForkInheritsThroughTheProxy(t *testing.T) {
 		text, _ := b.history[i].Text()
 		if m.Role != b.history[i].Role || m.Content != text {
 			t.Fatalf("expanded message %d is %s %q, the client sent %s %q", i, m.Role, m.Content, b.history[i].Role, text)
+		}
+		if i < fork.Fork.At && m.Role == "user" && (m.Origin == nil || pexp.Messages[i].Origin == nil || m.Origin.Raw != pexp.Messages[i].Origin.Raw) {
+			t.Fatalf("expanded message %d lost the bytes it arrived in: %+v", i, m.Origin)
 		}
 	}
 	if got := b.user(false, "!ask code_2"); got != "code_2 := c2" {
