@@ -367,3 +367,41 @@ func TestForkOfAFork(t *testing.T) {
 	}
 	checkHolds(t, st, "ff~3", append(f.history, res.Answer))
 }
+
+// A fork opens with the parent's intents that began before its point and are still open in the
+// parent: they were open there.
+func TestForkInheritsOpenIntents(t *testing.T) {
+	svc, _ := newInlineService(t, 8000)
+	ctx := context.Background()
+	c := &client{framing: []hippocam.Message{{Role: hippocam.RoleSystem, Content: "You help."}}}
+	var parent *hippocam.Session
+	for _, text := range []string{"#open Ship the release | the tag is pushed\n!say a", "!say b", "#open Check the build | the build passes\n!say c", "#close Check the build\n!say d", "!say e"} {
+		c.history = append(c.history, hippocam.Message{Role: hippocam.RoleUser, Content: text})
+		res, err := svc.Continue(ctx, c.request("st", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.history = append(c.history, res.Answer)
+		parent = res.Session
+	}
+	if got := parent.Stack.Labels(); !slices.Equal(got, []string{"Ship the release"}) {
+		t.Fatalf("the parent's stack is %v", got)
+	}
+	f := &client{framing: c.framing, history: append(slices.Clone(c.history[:2]), hippocam.Message{Role: hippocam.RoleUser, Content: "!say x"})}
+	res, err := svc.Continue(ctx, f.request("st", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Event != sessions.EventForked || !slices.Equal(res.Session.Stack.Labels(), []string{"Ship the release"}) {
+		t.Fatalf("%s: the fork's stack is %v, want the intent open at its point", res.Event, res.Session.Stack.Labels())
+	}
+	// Before the intent opened, the fork has none.
+	g := &client{framing: c.framing, history: []hippocam.Message{{Role: hippocam.RoleUser, Content: "!say y"}}}
+	res, err = svc.Continue(ctx, g.request("st", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Event != sessions.EventForked || len(res.Session.Stack) != 0 {
+		t.Fatalf("%s: a fork from the start has the stack %v", res.Event, res.Session.Stack.Labels())
+	}
+}
