@@ -405,3 +405,54 @@ func TestForkInheritsOpenIntents(t *testing.T) {
 		t.Fatalf("%s: a fork from the start has the stack %v", res.Event, res.Session.Stack.Labels())
 	}
 }
+
+// The framing in effect at a fork's point is read from the inherited tree, where a version's mark
+// may lie inside a memory: a fork with that same framing records no new version.
+func TestForkKeepsTheFramingInEffect(t *testing.T) {
+	svc, st := newInlineService(t, 8000)
+	ctx := context.Background()
+	c := &client{framing: []hippocam.Message{{Role: hippocam.RoleSystem, Content: "You help."}}}
+	for i := 0; i < 40; i++ {
+		if i == 2 {
+			c.framing = []hippocam.Message{{Role: hippocam.RoleSystem, Content: "You help. It is Monday."}}
+		}
+		c.history = append(c.history, hippocam.Message{Role: hippocam.RoleUser,
+			Content: fmt.Sprintf("fact_%d := %d\n%s\n!say noted %d", i, i, strings.Repeat("Some words of context. ", 30), i)})
+		res, err := svc.Continue(ctx, c.request("fr", false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.history = append(c.history, res.Answer)
+	}
+	parent, err := st.Session(ctx, "t", "fr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := 0
+	for _, m := range parent.Context {
+		if m.Kind == hippocam.KindFraming {
+			marks++
+		}
+	}
+	if marks > 1 {
+		t.Fatalf("both framing marks are still in the context: the test needs the second one folded")
+	}
+	f := &client{framing: c.framing, history: append(slices.Clone(c.history[:len(c.history)-6]), hippocam.Message{Role: hippocam.RoleUser, Content: "!say forked"})}
+	res, err := svc.Continue(ctx, f.request("fr", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := hippocam.Expand(ctx, hippocam.SessionArchive(st, "t", res.Session.ID), res.Session.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, m := range all {
+		if m.Role == hippocam.RoleSystem {
+			versions = append(versions, m.Content)
+		}
+	}
+	if !slices.Equal(versions, []string{"You help.", "You help. It is Monday."}) {
+		t.Fatalf("the fork keeps the framing versions %q, want the parent's two", versions)
+	}
+}

@@ -171,14 +171,23 @@ func (in *inheritance) stack(parent hippocam.IntentStack) hippocam.IntentStack {
 }
 
 // framing returns the framing in effect at the cut: the messages of the last framing version
-// marked in the inherited context (nil when none is marked, or the last version is empty).
+// marked in the inherited tree, memories' layers included (nil when none is marked, or the last
+// version is empty).
 func (in *inheritance) framing() []hippocam.Message {
 	var out []hippocam.Message
-	for _, m := range in.context {
-		if m.Kind == hippocam.KindFraming {
-			out = in.nodes[m.Ref] // nil for an empty version (a mark with no ref)
+	var walk func([]hippocam.Message)
+	walk = func(ms []hippocam.Message) {
+		for _, m := range ms {
+			switch {
+			case m.Kind == hippocam.KindFraming:
+				out = in.nodes[m.Ref] // nil for an empty version (a mark with no ref)
+			case m.Kind == hippocam.KindBranch:
+			case m.Ref != "":
+				walk(in.nodes[m.Ref])
+			}
 		}
 	}
+	walk(in.context)
 	return out
 }
 
