@@ -62,7 +62,7 @@ func TestHippocamNoRecallAnswersDetailUnknown(t *testing.T) {
 	}
 }
 
-// prefixSession states an early fact and fills a 3000-token window several times over, so that
+// prefixSession states an early fact and fills a 3000-token window past its threshold, so that
 // pressure control folds the prefix, then asks about the fact.
 func prefixSession(s *polSession) string {
 	s.user("alpha := 1\n!say noted")
@@ -73,7 +73,7 @@ func prefixSession(s *polSession) string {
 }
 
 func TestHippocamKeepsFactThroughFolds(t *testing.T) {
-	env, rec := polEnv(t, 3000)
+	env, rec := polEnv(t, 3500)
 	s := newPolSession(t, "hippocam", env)
 	polWant(t, "fact", prefixSession(s), "alpha := 1")
 	if rec.count(hippocam.CallPalim) == 0 {
