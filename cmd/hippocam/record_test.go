@@ -187,6 +187,14 @@ func TestServeRecordEndToEnd(t *testing.T) {
 		if l.Tenant != "acme" || l.Session != session {
 			t.Errorf("line %d: tenant %q session %q", i+1, l.Tenant, l.Session)
 		}
+		if l.Role == "agent" && l.Stream && strings.Contains(l.Error, "context canceled") {
+			// A main call started beside JANUS and dropped when JANUS changed the context: it
+			// is recorded as what it was, a call cut short.
+			if l.LatencyMS <= 0 || l.Time.IsZero() {
+				t.Errorf("line %d: a cancelled call without its latency or time", i+1)
+			}
+			continue
+		}
 		if l.Error != "" || l.Response == nil || l.Usage.Input <= 0 || l.LatencyMS <= 0 || l.Tries != 1 || l.Time.IsZero() {
 			t.Errorf("line %d (%s): error %q, response %v, usage %+v, latency %v ms, tries %d", i+1, l.Role, l.Error, l.Response != nil, l.Usage, l.LatencyMS, l.Tries)
 		}
