@@ -444,6 +444,9 @@ func (st *step) openedWhere(start string, first int) string {
 				n++
 			}
 		}
+		if n == 1 {
+			return "the message before those below"
+		}
 		return fmt.Sprintf("%d messages before those below", n)
 	}
 	// Consolidated since: the memory that follows the last unconsolidated message not newer than
