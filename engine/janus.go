@@ -236,10 +236,10 @@ func guidanceText(ops hippocam.StackOps) string {
 // provider's cache by the next one's:
 //
 //  1. the system message: JANUS's role prompt and the schema of its answer (contractCall);
-//  2. one user message, the state: the intent stack, outermost first, each intent with its exit
-//     condition and where it opened (JanusStackHeading); the first line of every memory in the
-//     context, with its ref (JanusMemoriesHeading); and, when the new messages hold no message
-//     of the user's, the user's latest message before them (JanusAimHeading): the exit
+//  2. one user message, the state: the first line of every memory in the context, with its ref
+//     (JanusMemoriesHeading); the intent stack, outermost first, each intent with its exit
+//     condition and where it opened (JanusStackHeading); and, when the new messages hold no
+//     message of the user's, the user's latest message before them (JanusAimHeading): the exit
 //     conditions say when the work is done, and that message says what was asked, which is what
 //     closing (and opening on an empty stack) is judged against;
 //  3. the new messages: those after the last message JANUS's last answered call covered
@@ -249,9 +249,9 @@ func guidanceText(ops hippocam.StackOps) string {
 //  4. the instruction, with the review lines (ReviewLine) quoting the first new message.
 //
 // Bounds, in tokens, from B = janusBudget(W): the new messages take at most B, the newest first;
-// each message of the user's or the assistant's at most B/4, a tool result at most B/16 (what
+// each message of the user's or the assistant's at most B/4, a tool result at most B/32 (what
 // JANUS judges by is what the assistant concluded, not the raw output, which stays in the
-// context for the main model), the part of an exchange before the new messages B/32 a message;
+// context for the main model), the part of an exchange before the new messages B/64 a message;
 // the memories' first lines at most B/4, the newest kept; the user's message at most B/4. A
 // message cut to its bound keeps its beginning and its end, with a line saying how much was cut
 // in between. When the new messages do not all fit, the oldest are left out and the instruction
@@ -307,7 +307,7 @@ func (st *step) janusView(from int) ([]hippocam.Message, string) {
 		}
 		limit := janusMessageCap(&c[i], b)
 		if i < lo {
-			limit = b / 32
+			limit = b / 64
 		} else if newAt < 0 {
 			newAt = len(view)
 		}
@@ -323,11 +323,11 @@ func (st *step) janusView(from int) ([]hippocam.Message, string) {
 	return view, review
 }
 
-// janusMessageCap is the bound on one new message in JANUS's view: B/16 for a tool result, B/4
+// janusMessageCap is the bound on one new message in JANUS's view: B/32 for a tool result, B/4
 // for the others.
 func janusMessageCap(m *hippocam.Message, b int) int {
 	if m.Role == hippocam.RoleTool {
-		return b / 16
+		return b / 32
 	}
 	return b / 4
 }
@@ -374,18 +374,13 @@ func cutMiddle(tok hippocam.Tokenizer, text string, limit int) string {
 	return cut + "\n" + JanusCutMark + fmt.Sprintf("about %d tokens not shown here …]\n", max(left, 1)) + rest
 }
 
-// janusState is the first message of JANUS's view: the stack, the memories' first lines and the
-// user's latest message, when it comes before c[first:], where the shown messages begin.
+// janusState is the first message of JANUS's view: the memories' first lines, the stack and the
+// user's latest message, when it comes before c[first:], where the shown messages begin. The
+// memories come first: they change least from one call to the next (a new one is added at the
+// end, mostly), so the provider's cache serves them even when the stack has just changed.
 func (st *step) janusState(first, b int) string {
 	c := st.s.Context
 	var s strings.Builder
-	s.WriteString(JanusStackHeading + "\n")
-	if len(st.s.Stack) == 0 {
-		s.WriteString("(empty)\n")
-	}
-	for i, in := range st.s.Stack {
-		fmt.Fprintf(&s, "%s- %s (done when: %s; opened %s)\n", strings.Repeat("  ", i), in.Label, in.Done, st.openedWhere(in.Start, first))
-	}
 	// The memories' first lines, the newest that fit B/4, in their order.
 	var heads []string
 	size, older := 0, 0
@@ -407,13 +402,21 @@ func (st *step) janusState(first, b int) string {
 		size += n
 	}
 	if len(heads)+older > 0 {
-		s.WriteString("\n" + JanusMemoriesHeading + "\n")
+		s.WriteString(JanusMemoriesHeading + "\n")
 		if older > 0 {
 			fmt.Fprintf(&s, "(%d older memories not listed)\n", older)
 		}
 		for i := len(heads) - 1; i >= 0; i-- {
 			s.WriteString(heads[i] + "\n")
 		}
+		s.WriteString("\n")
+	}
+	s.WriteString(JanusStackHeading + "\n")
+	if len(st.s.Stack) == 0 {
+		s.WriteString("(empty)\n")
+	}
+	for i, in := range st.s.Stack {
+		fmt.Fprintf(&s, "%s- %s (done when: %s; opened %s)\n", strings.Repeat("  ", i), in.Label, in.Done, st.openedWhere(in.Start, first))
 	}
 	// The user's latest message, when none is among the new ones.
 	for i := len(c) - 1; i >= 0; i-- {
@@ -431,23 +434,25 @@ func (st *step) janusState(first, b int) string {
 }
 
 // openedWhere says where the intent whose first message has id start opened, for the stack in
-// JANUS's view, whose messages begin at context[first]: among them, so many messages before
-// them, or in work that a memory now holds (named by its ref).
+// JANUS's view, whose messages begin at context[first]: among them; after the message it quotes
+// (the one before the intent's first, which is what prompted it); or in work that a memory now
+// holds, named by its ref. Each stays the same from one call to the next until consolidation
+// moves the intent's start, so the stack does not change for the provider's cache at every step.
 func (st *step) openedWhere(start string, first int) string {
 	c := st.s.Context
 	if i := st.s.Index(start); i >= first {
 		return "among the messages below"
 	} else if i >= 0 {
-		n := 0
-		for j := i; j < first; j++ {
-			if !c[j].Kind.Hidden() {
-				n++
+		for j := i - 1; j >= 0; j-- {
+			if c[j].Kind.Hidden() {
+				continue
 			}
+			if c[j].Consolidated() {
+				return "after memory " + hippocam.RefTag(c[j].Ref)
+			}
+			return "after the " + SpanRole(c[j].Role) + " " + quoteOf(&c[j], spanQuoteLengths[0]).String()
 		}
-		if n == 1 {
-			return "the message before those below"
-		}
-		return fmt.Sprintf("%d messages before those below", n)
+		return "at the start of the conversation"
 	}
 	// Consolidated since: the memory that follows the last unconsolidated message not newer than
 	// it holds it (ids grow with the session's sequence).

@@ -52,7 +52,7 @@ func janusParts(t *testing.T, req *hippocam.Request) (state string, shown []hipp
 	if len(msgs) < 3 || msgs[0].Role != hippocam.RoleSystem || msgs[1].Role != hippocam.RoleUser || msgs[len(msgs)-1].Role != hippocam.RoleUser {
 		t.Fatalf("JANUS request of %d messages: want its system message, the state, the messages and the instruction", len(msgs))
 	}
-	if !strings.HasPrefix(msgs[1].Content, engine.JanusStackHeading) {
+	if !strings.Contains(msgs[1].Content, engine.JanusStackHeading) {
 		t.Fatalf("the JANUS request's first message after the system message is not the stack: %q", clip(msgs[1].Content))
 	}
 	return msgs[1].Content, msgs[2 : len(msgs)-1], msgs[len(msgs)-1].Content
