@@ -100,7 +100,7 @@ func TestJanusViewBoundedAtLongSession(t *testing.T) {
 			t.Fatalf("n=%d: instruction %q", n, instruction)
 		}
 		size := hippocam.RequestTokens(tok, spy.last(t).Messages, nil)
-		if main := res.MaxRequestTokens; size*4 > main {
+		if main := res.MaxRequestTokens; size >= main || size > 32000/5 {
 			t.Fatalf("n=%d: JANUS's request has %d tokens, the main model's %d: JANUS should read a small view", n, size, main)
 		}
 		t.Logf("n=%d: JANUS request %d tokens, main request %d", n, size, res.MaxRequestTokens)
