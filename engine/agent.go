@@ -22,9 +22,9 @@ var agentPrompt string
 // last section), left out by the no-recall ablation.
 const recallSection = "# Recall and search"
 
-// systemPrompt is the system message of every request: the main model's memory instructions and,
-// with SharedPrompts, the role prompts and answer formats of JANUS, PRECIP and PALIM, so that the
-// auxiliary requests, which share this prefix, end with a short instruction only.
+// systemPrompt is the system message of every request but JANUS's: the main model's memory
+// instructions and, with SharedPrompts, the role prompts and answer formats of PRECIP and PALIM,
+// so that their requests, which share this prefix, end with a short instruction only.
 func (e *Engine) systemPrompt() string { return e.system }
 
 func buildSystemPrompt(shared, noRecall bool) string {
@@ -44,7 +44,9 @@ func buildSystemPrompt(shared, noRecall bool) string {
 	for _, r := range []struct {
 		name, prompt string
 		tool         hippocam.Tool
-	}{{"JANUS", janusPrompt, JanusToolSpec}, {"PRECIP", precipPrompt, PrecipToolSpec}, {"PALIM", palimPrompt, PalimToolSpec}} {
+	}{{"PRECIP", precipPrompt, PrecipToolSpec}, {"PALIM", palimPrompt, PalimToolSpec}} {
+		// JANUS's prompt is not here: its requests are views of their own that carry it
+		// (janusView), and they share no prefix with the main model's.
 		fmt.Fprintf(&b, "\n## Role %s\n%s\nSchema of the answer: %s\n", r.name, strings.TrimSpace(r.prompt), r.tool.Parameters)
 	}
 	return b.String()

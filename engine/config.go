@@ -45,10 +45,11 @@ type Config struct {
 	RecallLimit int
 	// Prices prices every call (default: seed 000 §A.9).
 	Prices hippocam.Prices
-	// SharedPrompts puts the role prompts of JANUS, PRECIP and PALIM into the system message that
-	// every request shares, so that a provider's prompt cache serves them; their requests then
-	// end with a short instruction only. It costs about 4,500 tokens of every request's window (the
-	// four prompts with every rule of B.2), so ForWindow turns it on from W = SharedPromptsFrom.
+	// SharedPrompts puts the role prompts of PRECIP and PALIM into the system message that their
+	// requests share with the main model's, so that a provider's prompt cache serves them; their
+	// requests then end with a short instruction only. It costs about 3,200 tokens of every
+	// request's window (the three prompts with every rule of B.2), so ForWindow turns it on from
+	// W = SharedPromptsFrom. JANUS's prompt is never there: its requests carry it (janusView).
 	SharedPrompts bool
 	// MinAnswer is the least room kept for the main model's answer (Table 5's W holds input
 	// and output): the reserve is the largest of the request's own limit (Input.MaxTokens), MinAnswer and

@@ -25,7 +25,7 @@ func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Me
 	var memory hippocam.Message
 	for try := 0; try <= st.e.cfg.ConciseTries; try++ {
 		var out PalimOutput
-		err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, lo, hi, nil, instruction, PalimToolSpec, func(args string) error {
+		err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, st.requestPrefix(hi), lo, hi, nil, instruction, PalimToolSpec, func(args string) error {
 			out = PalimOutput{}
 			if err := decodeArgs(args, &out); err != nil {
 				return err
@@ -67,7 +67,7 @@ func (st *step) palimFit(ctx context.Context, lo, hi, target, level int) (hippoc
 	instruction := fmt.Sprintf("%s\n%s\n\n%s %d tokens. Keep the narrative to a line or leave it out. Keep as knowledge what was stated or used most recently; for what was brought forward least recently, keep only a short note of what it was about and where it sits in the archive (the ref of the memory beneath which it lies), without its particulars; if even such notes do not fit, leave out the oldest and end with a note that more is in the archive.",
 		SpanLine(st.s.Context, lo, hi), palimInstruction, FitMarker, room)
 	var out PalimOutput
-	err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, lo, hi, nil, instruction, PalimToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, st.requestPrefix(hi), lo, hi, nil, instruction, PalimToolSpec, func(args string) error {
 		out = PalimOutput{}
 		if err := decodeArgs(args, &out); err != nil {
 			return err

@@ -127,7 +127,7 @@ func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing 
 	}
 	limit := tokens(st.s.Context[lo:hi]) + 256
 	var out PrecipOutput
-	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, lo, hi, chainStack(chain, closing), b.String(), PrecipToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, st.requestPrefix(hi), lo, hi, chainStack(chain, closing), b.String(), PrecipToolSpec, func(args string) error {
 		out = PrecipOutput{}
 		if err := decodeArgs(args, &out); err != nil {
 			return err

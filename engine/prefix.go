@@ -23,10 +23,10 @@ import (
 //	                       |R| − |m| ≥ Δmin. A failed or rejected fold leaves R untouched.
 
 // predicted is P of Alg. 2, taken over the requests that read the whole context: the main
-// model's with the reserve for the next round and, until it has run, JANUS's (the same context
-// framed with its instruction) with the room for its answer; the larger counts. So JANUS is
-// never skipped for its size. PRECIP and PALIM read only the context up to the end of their
-// span, and a fold trims its span to what their request can hold.
+// model's with the reserve for the next round and, until JANUS has run, a component's over the
+// same context with the room for its answer (componentNeed); the larger counts. PRECIP and PALIM
+// read only the context up to the end of their span, and a fold trims its span to what their
+// request can hold.
 func (st *step) predicted() int {
 	round := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
 	return tokens(st.s.Context) + max(st.agentFrame(true)+round, st.componentNeed())
@@ -46,8 +46,10 @@ func (st *step) agentNeeded() int {
 	return tokens(st.s.Context) + st.agentFrame(true) + st.answerReserve()
 }
 
-// componentNeed is what JANUS's request adds to the context before JANUS has run in this step:
-// its frame and the room for its answer; 0 afterwards.
+// componentNeed is what a component request over the whole context adds to it, kept free until
+// JANUS has run in this step: its frame and the room for its answer; 0 afterwards. JANUS's own
+// request is a bounded view (janusView); the room serves the PRECIP call that consolidates what
+// JANUS closes, which reads the context up to the end of the closed span.
 func (st *step) componentNeed() int {
 	if st.janusDone {
 		return 0

@@ -22,22 +22,31 @@ func (e *errGaveUp) Error() string {
 	return fmt.Sprintf("%s: output broke the contract after every correction: %s", e.role, e.last)
 }
 
-// contractCall asks a component for one structured answer. The request shares the main model's
-// prefix (contract.go): its system message and tools, the context up to end, then one final
-// message with the component's role prompt and the instruction. The answer must be one JSON
+// contractCall asks a component for one structured answer. msgs is what the request shows before
+// its final message: for PRECIP and PALIM the main model's own prefix (requestPrefix: its system
+// message, the context up to the end of the span), for JANUS a view of its own (janusView), which
+// has no system message. The request offers the main model's tools and ends with one final
+// message holding the instruction; the role's prompt rides in Hippocam's system message
+// (SharedPrompts) or in one of its own, right after Hippocam's or, in a view of the role's own,
+// first. The answer must be one JSON
 // object (or a call of tool); accept decodes and validates it. When accept fails, the call is
 // repeated with the instruction extended by the validation error and the rejected answer, at most
 // Corrections times; after that, errGaveUp. Errors of the model itself are returned as they are,
-// and a request that would not fit the window is not sent. lo is where the span a PALIM or PRECIP
-// call consolidates begins (it ends at end), stack the intents JANUS judges or PRECIP closes the
-// innermost of: with them every attempt's context carries its case (hippocam.CallNote), and the
-// problems found with its answer, for an observer of the calls.
-func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, lo, end int, stack hippocam.IntentStack, instruction string, tool hippocam.Tool, accept func(args string) error) error {
-	msgs := st.requestPrefix(end)
+// and a request that would not fit the window is not sent. msgs are the messages the request
+// shows before the instruction (the caller's view of the context). lo is where the span a PALIM or
+// PRECIP call consolidates begins in the context (it ends at end), stack the intents JANUS judges or
+// PRECIP closes the innermost of: with them every attempt's context carries its case
+// (hippocam.CallNote), and the problems found with its answer, for an observer of the calls.
+func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, msgs []hippocam.Message, lo, end int, stack hippocam.IntentStack, instruction string, tool hippocam.Tool, accept func(args string) error) error {
 	tools := st.agentTools(true)
 	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
 	format := "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
-	if !st.e.cfg.SharedPrompts {
+	if len(msgs) == 0 || msgs[0].Role != hippocam.RoleSystem {
+		// A view of the role's own (JANUS's): its prompt is the system message, the request's
+		// most stable part, so that the role's calls share it whatever follows.
+		role := hippocam.Message{Role: hippocam.RoleSystem, Content: strings.TrimSpace(rolePrompt) + "\n\nSchema of the answer: " + string(tool.Parameters)}
+		msgs = append([]hippocam.Message{role}, msgs...)
+	} else if !st.e.cfg.SharedPrompts {
 		// Below SharedPromptsFrom the role's prompt travels in a system message of its own,
 		// right after Hippocam's: the role's requests then share their prefix with each other
 		// (a provider caches a JANUS call by the previous one), and the main model's window is
