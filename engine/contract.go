@@ -75,18 +75,21 @@ func (o *PrecipOutput) Validate() error {
 	return nil
 }
 
-// PalimOutput is PALIM's answer: a narrative of undertakings and knowledge items.
+// PalimOutput is PALIM's answer: a narrative of undertakings, the ids of the earlier memories'
+// knowledge items it carries forward unchanged (the engine copies them; KnowledgeID), and its
+// own knowledge items: new ones, and those that change or merge earlier ones.
 type PalimOutput struct {
 	Narrative string                   `json:"narrative"`
+	Keep      []string                 `json:"keep,omitempty"`
 	Knowledge []hippocam.KnowledgeItem `json:"knowledge"`
 }
 
 // Validate checks every knowledge item has a fact and a known evaluation, and that something
-// is said at all.
+// is said at all. Whether the kept ids name items is checked against the span (Check).
 func (o *PalimOutput) Validate() error {
 	var errs []string
-	if strings.TrimSpace(o.Narrative) == "" && len(o.Knowledge) == 0 {
-		errs = append(errs, "both narrative and knowledge are empty")
+	if strings.TrimSpace(o.Narrative) == "" && len(o.Knowledge) == 0 && len(o.Keep) == 0 {
+		errs = append(errs, "narrative, keep and knowledge are all empty")
 	}
 	for i, k := range o.Knowledge {
 		if strings.TrimSpace(k.Fact) == "" {
@@ -116,7 +119,8 @@ var (
 	precipSchema = json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string","description":"The self-contained first-person memory that replaces the closed work."}},"required":["memory"]}`)
 	palimSchema  = json.RawMessage(`{"type":"object","properties":{` +
 		`"narrative":{"type":"string","description":"First person: what I did and what came of it, one undertaking at a time."},` +
-		`"knowledge":{"type":"array","items":{"type":"object","properties":{"fact":{"type":"string","description":"A single claim about a single thing, carrying each particular (names, values, identifiers) that pins it down."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"string","description":"When this fact replaces a different statement of the same subject made in an earlier memory, that earlier statement, quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
+		`"keep":{"type":"array","items":{"type":"string"},"description":"Ids (such as r12.3) of knowledge items of earlier memories in the span that still hold word for word; each is copied unchanged. Leave out an item you change, merge or revise, and write its new form under knowledge."},` +
+		`"knowledge":{"type":"array","description":"New knowledge, and the changed or merged forms of earlier items; not the items listed under keep.","items":{"type":"object","properties":{"fact":{"type":"string","description":"A single claim about a single thing, carrying each particular (names, values, identifiers, dates resolved to the calendar) that pins it down."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"array","items":{"type":"string"},"description":"When this fact replaces different statements of the same subject made in earlier memories, those earlier statements, each quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
 	recallSchema = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"A ref from a [ref:…] tag: a memory's ref opens the messages beneath it; a handle of a left-out message or page opens that."}},"required":["ref"]}`)
 )
 

@@ -19,7 +19,7 @@ import (
 // impressions, those whose latest statement in the span is earliest first, until the knowledge
 // fits; if the impressions alone do not fit, it drops them, earliest first, and ends with one
 // item saying that more is in the archive.
-func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
+func palim(r *request) (answer, error) {
 	lo, hi, instruction, err := r.frame(hippocam.CallPalim)
 	if err != nil {
 		return answer{}, err
@@ -28,6 +28,9 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 	var items []hippocam.KnowledgeItem
 	at := map[string]int{}   // item key ("fact KEY" or "impression KEY") -> index in items
 	last := map[string]int{} // item key -> the message that stated it last
+	// from is the knowledge id of the memory line an item was last read from, "" when a
+	// message that is no prefix memory stated it last.
+	from := map[string]string{}
 	run := 0
 	var walk adviceWalk // advice lines stay; feedback becomes advice (learn_agent.go)
 	flush := func() {
@@ -52,6 +55,7 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 			if a, ok := walk.see(&l, true); ok {
 				items = keepLater(items, at, a)
 				last[adviceID(&a)] = i
+				from[adviceID(&a)] = l.id
 				continue
 			}
 			var id, fact string
@@ -64,6 +68,7 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 				continue
 			}
 			last[id] = i
+			from[id] = l.id
 			if j, ok := at[id]; ok {
 				items[j].Fact = fact
 				continue
@@ -83,7 +88,7 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 	for j := range items {
 		if k, v, ok := strings.Cut(items[j].Fact, " := "); ok {
 			if old, seen := earlier[k]; seen && old != v {
-				items[j].Revises = factText(k, old)
+				items[j].Revises = hippocam.Revisions{factText(k, old)}
 			}
 		}
 	}
@@ -91,29 +96,86 @@ func palim(r *request, tok hippocam.Tokenizer) (answer, error) {
 	if out.Knowledge == nil {
 		out.Knowledge = []hippocam.KnowledgeItem{}
 	}
-	if strings.Contains(instruction, engine.ConciseMarker) && len(items) > 0 {
+	if words, ok := numberAfter(instruction, engine.FitMarker); ok {
+		out.Narrative = ""
+		out.Knowledge = fit(out.Knowledge, last, words)
+		return contractAnswer(r, engine.PalimTool, out)
+	}
+	limit, limited := numberAfter(instruction, engine.SizeMarker)
+	if len(items) > 0 && (strings.Contains(instruction, engine.ConciseMarker) || limited && memoryWords(out) > limit) {
 		out.Narrative = ""
 	}
-	if size, ok := fitSize(instruction); ok && tok != nil {
-		out.Narrative = ""
-		out.Knowledge = fit(out.Knowledge, last, size, tok)
+	// An item read unchanged from a memory of the span is kept by its id, not written again.
+	byID := r.knowledgeIDs(lo, hi)
+	var own []hippocam.KnowledgeItem
+	for _, it := range out.Knowledge {
+		id := from[itemKey(it)]
+		if was, ok := byID[id]; ok && id != "" && len(it.Revises) == 0 && was == it.Fact {
+			out.Keep = append(out.Keep, id)
+			continue
+		}
+		own = append(own, it)
 	}
+	out.Knowledge = append([]hippocam.KnowledgeItem{}, own...)
 	return contractAnswer(r, engine.PalimTool, out)
+}
+
+// itemKey is the key under which palim tracks an item ("fact KEY", "impression KEY", or the
+// advice's id).
+func itemKey(it hippocam.KnowledgeItem) string {
+	l := readLine(it.Fact)
+	switch l.kind {
+	case kindFact:
+		return "fact " + l.key
+	case kindDetail, kindImpression:
+		return "impression " + l.key
+	case kindAdvice:
+		return adviceID(l.adv)
+	}
+	return ""
+}
+
+// knowledgeIDs maps the knowledge ids shown by the prefix memories among messages [lo, hi) to
+// the text of their items: only a memory's own items, whose ids begin with its ref (a memory
+// that quotes another's lines, as one written from recall results does, keeps none of them).
+func (r *request) knowledgeIDs(lo, hi int) map[string]string {
+	ids := map[string]string{}
+	for i := lo; i < hi; i++ {
+		if !r.memory[i] {
+			continue
+		}
+		refs := hippocam.ParseRefTags(r.msgs[i].Content)
+		if len(refs) == 0 {
+			continue
+		}
+		for _, l := range r.lines(i) {
+			if strings.HasPrefix(l.id, refs[0]+".") {
+				ids[l.id] = l.body
+			}
+		}
+	}
+	return ids
+}
+
+// memoryWords counts the words of a memory as its request measures them: the narrative's and
+// each item's, with one for its evaluation.
+func memoryWords(out engine.PalimOutput) int {
+	n := len(strings.Fields(out.Narrative))
+	for _, it := range out.Knowledge {
+		n += len(strings.Fields(it.Fact)) + 1
+	}
+	return n
 }
 
 // moreInArchive is the item that ends knowledge cut down to a size.
 const moreInArchive = "more in the archive"
 
-// fit cuts knowledge items to size tokens (counted as the engine renders them): facts become
+// fit cuts knowledge items to size words (counted as memoryWords counts them): facts become
 // impressions, least recently stated first; then impressions go, least recently stated first,
 // and the last item says that more is in the archive.
-func fit(items []hippocam.KnowledgeItem, last map[string]int, size int, tok hippocam.Tokenizer) []hippocam.KnowledgeItem {
+func fit(items []hippocam.KnowledgeItem, last map[string]int, size int) []hippocam.KnowledgeItem {
 	cost := func(its []hippocam.KnowledgeItem) int {
-		n := 0
-		for _, it := range its {
-			n += tok.Count("- ["+string(it.Evaluation)+"] "+it.Fact+"\n") + 1
-		}
-		return n
+		return memoryWords(engine.PalimOutput{Knowledge: its})
 	}
 	keyOf := func(it hippocam.KnowledgeItem) (string, bool) {
 		if k, _, ok := strings.Cut(it.Fact, " := "); ok {
@@ -174,14 +236,15 @@ func fit(items []hippocam.KnowledgeItem, last map[string]int, size int, tok hipp
 	return items
 }
 
-// fitSize reads the size a request names for the memory (the number after engine.FitMarker).
-func fitSize(instruction string) (int, bool) {
-	i := strings.Index(instruction, engine.FitMarker)
+// numberAfter reads the number that follows marker in the instruction (the words a size line
+// allows).
+func numberAfter(instruction, marker string) (int, bool) {
+	i := strings.Index(instruction, marker)
 	if i < 0 {
 		return 0, false
 	}
 	var n int
-	if _, err := fmt.Sscanf(instruction[i+len(engine.FitMarker):], "%d", &n); err != nil || n <= 0 {
+	if _, err := fmt.Sscanf(instruction[i+len(marker):], "%d", &n); err != nil || n <= 0 {
 		return 0, false
 	}
 	return n, true
