@@ -168,7 +168,7 @@ const FitMarker = "Fit the whole memory within"
 func (st *step) palimFit(ctx context.Context, lo, hi, target, level int) (hippocam.Message, error) {
 	span := st.s.Context[lo:hi]
 	words := st.palimWords(span, max(target-st.memoryHeader(level), 16))
-	instruction := fmt.Sprintf("%s\n%s\n\n%s %d words: the knowledge of this span no longer fits, so let the knowledge brought forward least recently recede as the section on receding says.",
+	instruction := fmt.Sprintf("%s\n%s\n\n%s %d words: the knowledge of this span no longer fits, so let what was brought forward least recently recede by the rule under Size.",
 		SpanLine(st.s.Context, lo, hi), palimInstruction, FitMarker, words)
 	var out PalimOutput
 	err := st.contractCall(ctx, hippocam.CallPalim, palimPrompt, hi, instruction, PalimToolSpec, func(args string) error {
