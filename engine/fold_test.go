@@ -183,11 +183,11 @@ func TestFoldKeepsItemsByID(t *testing.T) {
 	f.add(hippocam.Message{Role: hippocam.RoleAssistant, Content: "Noted."})
 	newItem := hippocam.KnowledgeItem{Fact: "the boat is red", Evaluation: hippocam.EvalNeutral, Revises: hippocam.Revisions{"the boat is blue", "the boat is green"}}
 	f.model.answers = []string{
-		palimAnswer(t, PalimOutput{Keep: []string{ref + ".2", "r99.1"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
-		palimAnswer(t, PalimOutput{Keep: []string{ref + ".2", ref + ".3"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
+		palimAnswer(t, PalimOutput{Keep: []string{ref + ".K2", "r99.K1", ref + ".K3-K5"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
+		palimAnswer(t, PalimOutput{Keep: []string{ref + ".K2-K3", ref + ".K3"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
 	}
 	f.fold()
-	if f.model.calls() != 2 || !strings.Contains(f.model.instructions[1], `keep names "r99.1"`) {
+	if f.model.calls() != 2 || !strings.Contains(f.model.instructions[1], `keep names "r99.K1", "`+ref+`.K3-K5"`) {
 		t.Fatalf("%d calls; want the unknown id quoted back:\n%s", f.model.calls(), f.model.instructions[len(f.model.instructions)-1])
 	}
 	m := f.s.Context[0]
@@ -198,8 +198,8 @@ func TestFoldKeepsItemsByID(t *testing.T) {
 		t.Fatalf("memory %s knowledge\n%s\nwant\n%s", m.Kind, got, wantJSON)
 	}
 	for _, line := range []string{
-		"- " + KnowledgeID(m.Ref, 0) + " [bad] the bridge is closed\n  " + RevisesLine("the bridge is open"),
-		"- " + KnowledgeID(m.Ref, 2) + " [neutral] the boat is red\n  (this replaces the earlier statements «the boat is blue», «the boat is green»; the line above is current)",
+		"- K1 [bad] the bridge is closed\n  " + RevisesLine("the bridge is open"),
+		"- K3 [neutral] the boat is red\n  (this replaces the earlier statements «the boat is blue», «the boat is green»; the line above is current)",
 	} {
 		if !strings.Contains(m.Content, line) {
 			t.Errorf("memory lacks\n%s\nit reads\n%s", line, m.Content)

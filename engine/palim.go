@@ -26,9 +26,9 @@ const SizeMarker = "Size: keep the memory within"
 // sizeLine is the request's size line for a memory of at most words words, with what they are
 // measured against.
 func sizeLine(words, spanWords, keptWords int) string {
-	line := fmt.Sprintf("%s %d words, counting the narrative, your items and the items you keep by id (the span takes about %d words).", SizeMarker, words, spanWords)
+	line := fmt.Sprintf("%s %d words, counting the narrative, your items and the items you keep (the span takes about %d words).", SizeMarker, words, spanWords)
 	if keptWords > 0 {
-		line += fmt.Sprintf(" The items of earlier memories in the span take about %d words; keep them by id where they still hold, so that the limit leaves room for what is new.", keptWords)
+		line += fmt.Sprintf(" The items of earlier memories in the span take about %d words; keep those that still hold (r12.K1-K9), so that the limit leaves room for what is new.", keptWords)
 	}
 	return line
 }
@@ -62,7 +62,7 @@ func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Me
 		if saving >= st.e.cfg.MinSaving {
 			return memory, nil
 		}
-		instruction = fmt.Sprintf("%s\n\n%s: yours came to about %d words, over the limit of %d. Shorten the narrative first, and keep unchanged items by id; keep every knowledge item's particulars.",
+		instruction = fmt.Sprintf("%s\n\n%s: yours came to about %d words, over the limit of %d. Shorten the narrative first, and list unchanged items under keep; keep every knowledge item's particulars.",
 			base, ConciseMarker, st.wordsOf([]hippocam.Message{memory}, memory.Tokens-st.memoryHeader(level)), words)
 	}
 	return memory, nil
@@ -189,30 +189,40 @@ func memoryHead(ref string, level int) string {
 	return fmt.Sprintf("%s Consolidated memory of my earlier work %s%d) (recall the ref for the messages beneath it).", hippocam.RefTag(ref), levelMark, level)
 }
 
-// KnowledgeID is the id under which a prefix memory shows its i-th knowledge item (from 0): its
-// ref, a dot and the item's number from 1, "r12.3". A later fold keeps the item by that id.
-func KnowledgeID(ref string, i int) string { return ref + "." + strconv.Itoa(i+1) }
+// A prefix memory numbers its knowledge items K1, K2, … (ItemLabel); a later fold names an item
+// by the memory's ref and that label, "r12.K3" (KnowledgeID), or a run of them, "r12.K1-K9",
+// to keep it unchanged.
 
-// CutKnowledgeID reads the id a knowledge line begins with (after its list marker): t is
-// "r12.3 [good] …"; it returns the id and the rest ("[good] …"), or ok false when t does not
-// begin with an id followed by an evaluation tag.
-func CutKnowledgeID(t string) (id, rest string, ok bool) {
-	id, rest, found := strings.Cut(t, " ")
-	if !found || !knowledgeIDPattern.MatchString(id) {
+// ItemLabel is how a prefix memory labels its i-th knowledge item (from 0): "K1", "K2", ….
+func ItemLabel(i int) string { return "K" + strconv.Itoa(i+1) }
+
+// KnowledgeID names the i-th knowledge item (from 0) of the memory with this ref: "r12.K3".
+func KnowledgeID(ref string, i int) string { return ref + "." + ItemLabel(i) }
+
+// CutKnowledgeID reads the label a knowledge line begins with (after its list marker): t is
+// "K3 [good] …"; it returns the label and the rest ("[good] …"), or ok false when t does not
+// begin with a label followed by an evaluation tag.
+func CutKnowledgeID(t string) (label, rest string, ok bool) {
+	label, rest, found := strings.Cut(t, " ")
+	if !found || !itemLabelPattern.MatchString(label) {
 		return "", t, false
 	}
 	rest = strings.TrimLeft(rest, " ")
 	if !strings.HasPrefix(rest, "[") {
 		return "", t, false
 	}
-	return id, rest, true
+	return label, rest, true
 }
 
-var knowledgeIDPattern = regexp.MustCompile(`^[a-z]+[0-9]+\.[0-9]+$`)
+var (
+	itemLabelPattern = regexp.MustCompile(`^K[0-9]+$`)
+	// keepPattern reads a keep entry: REF.Kn or REF.Kn-Km (the second K optional).
+	keepPattern = regexp.MustCompile(`^([A-Za-z]+[0-9]+)\.K([0-9]+)(?:-K?([0-9]+))?$`)
+)
 
 // prefixMemory renders PALIM's output as the message that replaces span: its narrative, the
-// items of span's memories it keeps by id (copied as they are), then its own items. Every item
-// is shown under its new id (KnowledgeID).
+// items of span's memories it keeps (copied as they are), then its own items, each
+// under its label in the new memory (ItemLabel).
 func (st *step) prefixMemory(out *PalimOutput, span []hippocam.Message, level int) hippocam.Message {
 	return st.renderPrefixMemory(st.s.NextID("r"), out, span, level)
 }
@@ -231,7 +241,7 @@ func (st *step) renderPrefixMemory(ref string, out *PalimOutput, span []hippocam
 	if len(items) > 0 {
 		b.WriteString("Knowledge:\n")
 		for i, k := range items {
-			fmt.Fprintf(&b, "- %s [%s] %s\n", KnowledgeID(ref, i), k.Evaluation, strings.TrimSpace(k.Fact))
+			fmt.Fprintf(&b, "- %s [%s] %s\n", ItemLabel(i), k.Evaluation, strings.TrimSpace(k.Fact))
 			var revises []string
 			for _, r := range k.Revises {
 				if r = strings.TrimSpace(r); r != "" {
@@ -254,35 +264,47 @@ func (st *step) renderPrefixMemory(ref string, out *PalimOutput, span []hippocam
 	return m
 }
 
-// keptItems resolves the ids of keep against the knowledge items of span's prefix memories:
-// the items, in the order keep names them (each once), and the ids that name none.
+// keptItems resolves the entries of keep (KnowledgeID, or a run "r12.K1-K9") against the
+// knowledge items of span's prefix memories: the items, in the order keep names them (each
+// once), and the entries that name none.
 func keptItems(span []hippocam.Message, keep []string) (items []hippocam.KnowledgeItem, unknown []string) {
 	if len(keep) == 0 {
 		return nil, nil
 	}
-	byID := map[string]hippocam.KnowledgeItem{}
+	byRef := map[string][]hippocam.KnowledgeItem{}
 	for _, m := range span {
-		if m.Kind != hippocam.KindPrefixMemory || m.Ref == "" {
-			continue
-		}
-		for i, k := range m.Knowledge {
-			byID[KnowledgeID(m.Ref, i)] = k
+		if m.Kind == hippocam.KindPrefixMemory && m.Ref != "" {
+			byRef[m.Ref] = m.Knowledge
 		}
 	}
 	seen := map[string]bool{}
-	for _, id := range keep {
-		id = strings.Trim(strings.TrimSpace(id), "[]")
-		if seen[id] {
+	for _, entry := range keep {
+		entry = strings.Trim(strings.TrimSpace(entry), "[]")
+		match := keepPattern.FindStringSubmatch(entry)
+		if match == nil {
+			unknown = append(unknown, entry)
 			continue
 		}
-		seen[id] = true
-		k, ok := byID[id]
-		if !ok {
-			unknown = append(unknown, id)
+		known, ok := byRef[match[1]]
+		from, _ := strconv.Atoi(match[2])
+		to := from
+		if match[3] != "" {
+			to, _ = strconv.Atoi(match[3])
+		}
+		if !ok || from < 1 || to < from || to > len(known) {
+			unknown = append(unknown, entry)
 			continue
 		}
-		k.Revises = append(hippocam.Revisions(nil), k.Revises...)
-		items = append(items, k)
+		for n := from; n <= to; n++ {
+			id := KnowledgeID(match[1], n-1)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			k := known[n-1]
+			k.Revises = append(hippocam.Revisions(nil), k.Revises...)
+			items = append(items, k)
+		}
 	}
 	return items, unknown
 }

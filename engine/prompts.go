@@ -136,7 +136,7 @@ var promptRules = []promptRule{
 	{"B.2.3 Step 3", "what knowledge may hold; concrete forms are knowledge", "palim.txt", "Knowledge", "Concrete forms"},
 	{"B.2.3 Step 3", "derive nothing new; no exhaustive catalogue", "palim.txt", "Knowledge", "rather than cataloguing the whole episode"},
 	{"beyond B.2 (dates)", "a relative date is resolved against its message's date, not refused as a derivation", "palim.txt", "Knowledge", "Resolving a relative date or time against the date of the message"},
-	{"beyond B.2 (fold cost)", "unchanged earlier items are kept by id, not rewritten", "palim.txt", "Carrying items forward", "is carried forward by listing its id"},
+	{"beyond B.2 (fold cost)", "unchanged earlier items are kept by id, not rewritten", "palim.txt", "Carrying items forward", "is carried forward by listing it under keep"},
 	{"beyond B.2 (recession)", "the size limit never asks to drop knowledge, but where the request says it no longer fits; the recession rule stated once", "palim.txt", "Size", "Only a request that says the knowledge no longer fits lets knowledge recede"},
 	{"B.2.3 Step 3", "collections the user supplies are kept one entry at a time", "palim.txt", "Knowledge", "A collection of self-contained entries"},
 	{"B.2.3 Step 3", "an entry's identifier stays with it", "palim.txt", "Knowledge", "belongs to that entry and never leaves it"},

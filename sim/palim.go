@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hippocam/hippocam"
@@ -44,6 +45,13 @@ func palim(r *request) (answer, error) {
 			continue
 		}
 		own := false
+		ref := r.memoryRef(i)
+		idOf := func(l *line) string { // the item's KnowledgeID, "" unless a memory's own item
+			if ref == "" || l.id == "" {
+				return ""
+			}
+			return ref + "." + l.id
+		}
 		for _, l := range r.lines(i) {
 			if strings.HasPrefix(l.body, undertakingDone) || strings.HasPrefix(l.body, undertakingRun) {
 				if !own {
@@ -55,7 +63,7 @@ func palim(r *request) (answer, error) {
 			if a, ok := walk.see(&l, true); ok {
 				items = keepLater(items, at, a)
 				last[adviceID(&a)] = i
-				from[adviceID(&a)] = l.id
+				from[adviceID(&a)] = idOf(&l)
 				continue
 			}
 			var id, fact string
@@ -68,7 +76,7 @@ func palim(r *request) (answer, error) {
 				continue
 			}
 			last[id] = i
-			from[id] = l.id
+			from[id] = idOf(&l)
 			if j, ok := at[id]; ok {
 				items[j].Fact = fact
 				continue
@@ -117,6 +125,7 @@ func palim(r *request) (answer, error) {
 		own = append(own, it)
 	}
 	out.Knowledge = append([]hippocam.KnowledgeItem{}, own...)
+	out.Keep = keepRuns(out.Keep)
 	return contractAnswer(r, engine.PalimTool, out)
 }
 
@@ -135,26 +144,64 @@ func itemKey(it hippocam.KnowledgeItem) string {
 	return ""
 }
 
-// knowledgeIDs maps the knowledge ids shown by the prefix memories among messages [lo, hi) to
-// the text of their items: only a memory's own items, whose ids begin with its ref (a memory
-// that quotes another's lines, as one written from recall results does, keeps none of them).
+// memoryRef is the ref of message i when it is a memory (its first [ref:…] tag), else "".
+func (r *request) memoryRef(i int) string {
+	if !r.memory[i] {
+		return ""
+	}
+	if refs := hippocam.ParseRefTags(r.msgs[i].Content); len(refs) > 0 {
+		return refs[0]
+	}
+	return ""
+}
+
+// knowledgeIDs maps the items of the memories among messages [lo, hi) to their text, by
+// KnowledgeID.
 func (r *request) knowledgeIDs(lo, hi int) map[string]string {
 	ids := map[string]string{}
 	for i := lo; i < hi; i++ {
-		if !r.memory[i] {
-			continue
-		}
-		refs := hippocam.ParseRefTags(r.msgs[i].Content)
-		if len(refs) == 0 {
+		ref := r.memoryRef(i)
+		if ref == "" {
 			continue
 		}
 		for _, l := range r.lines(i) {
-			if strings.HasPrefix(l.id, refs[0]+".") {
-				ids[l.id] = l.body
+			if l.id != "" {
+				ids[ref+"."+l.id] = l.body
 			}
 		}
 	}
 	return ids
+}
+
+// keepRuns writes kept ids as runs where they follow one another in one memory: r12.K1,
+// r12.K2, r12.K3 become r12.K1-K3.
+func keepRuns(ids []string) []string {
+	var out []string
+	for i := 0; i < len(ids); {
+		ref, n, ok := splitID(ids[i])
+		j := i + 1
+		for ok && j < len(ids) {
+			r2, n2, ok2 := splitID(ids[j])
+			if !ok2 || r2 != ref || n2 != n+(j-i) {
+				break
+			}
+			j++
+		}
+		if j-i > 1 {
+			out = append(out, fmt.Sprintf("%s.K%d-K%d", ref, n, n+(j-i)-1))
+		} else {
+			out = append(out, ids[i])
+		}
+		i = j
+	}
+	return out
+}
+
+// splitID splits "r12.K3" into "r12" and 3.
+func splitID(id string) (string, int, bool) {
+	ref, label, ok := strings.Cut(id, ".K")
+	n, err := strconv.Atoi(label)
+	return ref, n, ok && err == nil
 }
 
 // memoryWords counts the words of a memory as its request measures them: the narrative's and
