@@ -198,8 +198,8 @@ func TestFoldKeepsItemsByID(t *testing.T) {
 		t.Fatalf("memory %s knowledge\n%s\nwant\n%s", m.Kind, got, wantJSON)
 	}
 	for _, line := range []string{
-		"- K1 [bad] the bridge is closed\n  " + RevisesLine("the bridge is open"),
-		"- K3 [neutral] the boat is red\n  (this replaces the earlier statements «the boat is blue», «the boat is green»; the line above is current)",
+		"K1 [bad] the bridge is closed\n  " + RevisesLine("the bridge is open"),
+		"K3 [neutral] the boat is red\n  (this replaces the earlier statements «the boat is blue», «the boat is green»; the line above is current)",
 	} {
 		if !strings.Contains(m.Content, line) {
 			t.Errorf("memory lacks\n%s\nit reads\n%s", line, m.Content)

@@ -62,8 +62,12 @@ func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Me
 		if saving >= st.e.cfg.MinSaving {
 			return memory, nil
 		}
-		instruction = fmt.Sprintf("%s\n\n%s: yours came to about %d words, over the limit of %d. Shorten the narrative first, and list unchanged items under keep; keep every knowledge item's particulars.",
-			base, ConciseMarker, st.wordsOf([]hippocam.Message{memory}, memory.Tokens-st.memoryHeader(level)), words)
+		// The limit again, in words as the answer itself spends them per token: the same size.
+		body := max(1, memory.Tokens-st.memoryHeader(level))
+		have := len(strings.Fields(memory.Content)) - len(strings.Fields(memoryHead(memory.Ref, level)))
+		limit := max(1, have*budget/body)
+		instruction = fmt.Sprintf("%s\n\n%s: yours came to %d words, and at the length of its words it must stay within %d. Shorten the narrative first, and list unchanged items under keep; keep every knowledge item's particulars.",
+			base, ConciseMarker, have, limit)
 	}
 	return memory, nil
 }
@@ -241,7 +245,7 @@ func (st *step) renderPrefixMemory(ref string, out *PalimOutput, span []hippocam
 	if len(items) > 0 {
 		b.WriteString("Knowledge:\n")
 		for i, k := range items {
-			fmt.Fprintf(&b, "- %s [%s] %s\n", ItemLabel(i), k.Evaluation, strings.TrimSpace(k.Fact))
+			fmt.Fprintf(&b, "%s [%s] %s\n", ItemLabel(i), k.Evaluation, strings.TrimSpace(k.Fact))
 			var revises []string
 			for _, r := range k.Revises {
 				if r = strings.TrimSpace(r); r != "" {

@@ -155,8 +155,8 @@ func (r *request) memoryRef(i int) string {
 	return ""
 }
 
-// knowledgeIDs maps the items of the memories among messages [lo, hi) to their text, by
-// KnowledgeID.
+// knowledgeIDs maps the items of the memories among messages [lo, hi) that carry no note of
+// what they replaced to their text, by KnowledgeID.
 func (r *request) knowledgeIDs(lo, hi int) map[string]string {
 	ids := map[string]string{}
 	for i := lo; i < hi; i++ {
@@ -164,8 +164,11 @@ func (r *request) knowledgeIDs(lo, hi int) map[string]string {
 		if ref == "" {
 			continue
 		}
-		for _, l := range r.lines(i) {
-			if l.id != "" {
+		ls := r.lines(i)
+		for j, l := range ls {
+			// An item with a note of what it replaced is written again: the note goes stale
+			// once the statement it names is folded in with it.
+			if l.id != "" && (j+1 == len(ls) || !strings.Contains(ls[j+1].raw, engine.RevisesMarker)) {
 				ids[ref+"."+l.id] = l.body
 			}
 		}
