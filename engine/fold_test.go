@@ -177,6 +177,9 @@ func TestFoldKeepsItemsByID(t *testing.T) {
 		{Fact: "the bridge is closed", Evaluation: hippocam.EvalBad, Revises: hippocam.Revisions{"the bridge is open"}},
 		{Fact: "the market opens early", Evaluation: hippocam.EvalGood},
 	}
+	// An item whose note names a statement of the span's memories: kept, the note goes stale.
+	ferry := hippocam.KnowledgeItem{Fact: "the ferry is late", Evaluation: hippocam.EvalBad, Revises: hippocam.Revisions{"the market opens early"}}
+	items = append(items, ferry)
 	f := newFoldFixture(t)
 	ref := f.addMemory(items...)
 	f.add(hippocam.Message{Role: hippocam.RoleUser, Content: words(700, "chat") + "\nthe boat is red now, and the ferry is late"})
@@ -184,14 +187,14 @@ func TestFoldKeepsItemsByID(t *testing.T) {
 	newItem := hippocam.KnowledgeItem{Fact: "the boat is red", Evaluation: hippocam.EvalNeutral, Revises: hippocam.Revisions{"the boat is blue", "the boat is green"}}
 	f.model.answers = []string{
 		palimAnswer(t, PalimOutput{Keep: []string{ref + ".K2", "r99.K1", ref + ".K3-K5"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
-		palimAnswer(t, PalimOutput{Keep: []string{ref + ".K2-K3", ref + ".K3"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
+		palimAnswer(t, PalimOutput{Keep: []string{ref + ".K2-K3", ref + ".K3", ref + ".K4"}, Knowledge: []hippocam.KnowledgeItem{newItem}}),
 	}
 	f.fold()
 	if f.model.calls() != 2 || !strings.Contains(f.model.instructions[1], `keep names "r99.K1", "`+ref+`.K3-K5"`) {
 		t.Fatalf("%d calls; want the unknown id quoted back:\n%s", f.model.calls(), f.model.instructions[len(f.model.instructions)-1])
 	}
 	m := f.s.Context[0]
-	want := []hippocam.KnowledgeItem{items[1], items[2], newItem}
+	want := []hippocam.KnowledgeItem{items[1], items[2], {Fact: ferry.Fact, Evaluation: ferry.Evaluation}, newItem}
 	got, _ := json.Marshal(m.Knowledge)
 	wantJSON, _ := json.Marshal(want)
 	if m.Kind != hippocam.KindPrefixMemory || string(got) != string(wantJSON) {
@@ -199,7 +202,7 @@ func TestFoldKeepsItemsByID(t *testing.T) {
 	}
 	for _, line := range []string{
 		"K1 [bad] the bridge is closed\n  " + RevisesLine("the bridge is open"),
-		"K3 [neutral] the boat is red\n  (this replaces the earlier statements «the boat is blue», «the boat is green»; the line above is current)",
+		"K3 [bad] the ferry is late\nK4 [neutral] the boat is red\n  (this replaces the earlier statements «the boat is blue», «the boat is green»; the line above is current)",
 	} {
 		if !strings.Contains(m.Content, line) {
 			t.Errorf("memory lacks\n%s\nit reads\n%s", line, m.Content)

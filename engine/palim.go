@@ -270,15 +270,20 @@ func (st *step) renderPrefixMemory(ref string, out *PalimOutput, span []hippocam
 
 // keptItems resolves the entries of keep (KnowledgeID, or a run "r12.K1-K9") against the
 // knowledge items of span's prefix memories: the items, in the order keep names them (each
-// once), and the entries that name none.
+// once), without the revision notes that name a statement of the span's memories, and the
+// entries that name none.
 func keptItems(span []hippocam.Message, keep []string) (items []hippocam.KnowledgeItem, unknown []string) {
 	if len(keep) == 0 {
 		return nil, nil
 	}
 	byRef := map[string][]hippocam.KnowledgeItem{}
+	folded := map[string]bool{} // the statements of the span's memories, which the fold replaces
 	for _, m := range span {
 		if m.Kind == hippocam.KindPrefixMemory && m.Ref != "" {
 			byRef[m.Ref] = m.Knowledge
+		}
+		for _, k := range m.Knowledge {
+			folded[strings.TrimSpace(k.Fact)] = true
 		}
 	}
 	seen := map[string]bool{}
@@ -305,8 +310,15 @@ func keptItems(span []hippocam.Message, keep []string) (items []hippocam.Knowled
 				continue
 			}
 			seen[id] = true
+			// A note of what the item replaced goes when that statement is folded in with it:
+			// nothing in view states it any more.
 			k := known[n-1]
-			k.Revises = append(hippocam.Revisions(nil), k.Revises...)
+			k.Revises = nil
+			for _, r := range known[n-1].Revises {
+				if !folded[strings.TrimSpace(r)] {
+					k.Revises = append(k.Revises, r)
+				}
+			}
 			items = append(items, k)
 		}
 	}
