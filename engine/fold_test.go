@@ -146,8 +146,8 @@ func TestKeptSpanNotAskedAgainUntilItGrows(t *testing.T) {
 	f.add(hippocam.Message{Role: hippocam.RoleAssistant, Content: "Noted."})
 	f.fold()
 	first := f.model.calls()
-	if first != 1+f.e.cfg.ConciseTries || f.s.Context[0].Kind != hippocam.KindRaw {
-		t.Fatalf("%d calls, first message %s; want %d calls and the span kept", first, f.s.Context[0].Kind, 1+f.e.cfg.ConciseTries)
+	if first != 1 || f.s.Context[0].Kind != hippocam.KindRaw {
+		t.Fatalf("%d calls, first message %s; want 1 call (no narrative left to shorten) and the span kept", first, f.s.Context[0].Kind)
 	}
 	f.fold() // unchanged
 	if n := f.model.calls() - first; n != 0 {
@@ -162,6 +162,14 @@ func TestKeptSpanNotAskedAgainUntilItGrows(t *testing.T) {
 	f.fold()
 	if f.model.calls() == first {
 		t.Fatalf("the span grown by %d tokens was not asked again", f.s.Context[3].Tokens)
+	}
+	// An answer that still has a narrative to shorten is asked again, up to J times.
+	g := newFoldFixture(t, palimAnswer(t, PalimOutput{Narrative: "I read a long story.", Knowledge: []hippocam.KnowledgeItem{{Fact: long, Evaluation: hippocam.EvalNeutral}}}))
+	g.add(hippocam.Message{Role: hippocam.RoleUser, Content: long})
+	g.add(hippocam.Message{Role: hippocam.RoleAssistant, Content: "Noted."})
+	g.fold()
+	if n := g.model.calls(); n != 1+g.e.cfg.ConciseTries || !strings.Contains(g.model.instructions[1], ConciseMarker) {
+		t.Fatalf("%d calls for a memory with a narrative that saved too little, want %d, the later ones asking for a more concise version", n, 1+g.e.cfg.ConciseTries)
 	}
 }
 

@@ -36,8 +36,9 @@ func sizeLine(words, spanWords, keptWords int) string {
 // palim asks PALIM for the memory of span [lo, hi) (size tokens), within the words that save
 // Δmin, and renders it as a prefix memory with a fresh ref. The caller has checked that the
 // knowledge the span carries leaves room for that saving (foldFloor). While the memory saves
-// less than Δmin it asks again, up to J times, with the same limit and the size it came to; it
-// returns the last version (fold decides whether it is good enough).
+// less than Δmin and still has a narrative to shorten, it asks again, up to J times, with the
+// same limit and the size it came to; it returns the last version (fold decides whether it is
+// good enough).
 func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Message, error) {
 	span := st.s.Context[lo:hi]
 	budget := size - st.e.cfg.MinSaving - st.memoryHeader(level)
@@ -59,7 +60,9 @@ func (st *step) palim(ctx context.Context, lo, hi, size, level int) (hippocam.Me
 		}
 		memory = st.prefixMemory(&out, span, level)
 		saving := size - memory.Tokens
-		if saving >= st.e.cfg.MinSaving {
+		if saving >= st.e.cfg.MinSaving || strings.TrimSpace(out.Narrative) == "" {
+			// Saved enough; or the narrative is gone already, and what is left is knowledge,
+			// which no request asks PALIM to drop: asking again would not help.
 			return memory, nil
 		}
 		// The limit again, in words as the answer itself spends them per token: the same size.
