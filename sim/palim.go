@@ -13,10 +13,13 @@ import (
 // of the intent memories and earlier prefix memories in it, and one line for each run of other
 // messages. The knowledge holds every fact of the prefix, merged so that the latest value of a
 // key wins, and one impression per key for the details and impressions in it, in the order their
-// keys first appear, all neutral. Asked for a more concise version, it drops the narrative,
-// unless the knowledge is empty and the answer would say nothing at all.
+// keys first appear, all neutral. An item read unchanged from a prefix memory of the span (by
+// its label, engine.ItemLabel, with no revision note) is kept by reference (engine.KnowledgeID,
+// runs as "r12.K1-K9") rather than written again. Asked for a more concise version, or when the
+// memory has more words than the request's size line allows (engine.SizeMarker), it drops the
+// narrative, unless the knowledge is empty and the answer would say nothing at all.
 //
-// Asked to fit a named size (engine.FitMarker), it drops the narrative, then turns facts into
+// Asked to fit a named size in words (engine.FitMarker), it drops the narrative, then turns facts into
 // impressions, those whose latest statement in the span is earliest first, until the knowledge
 // fits; if the impressions alone do not fit, it drops them, earliest first, and ends with one
 // item saying that more is in the archive.
