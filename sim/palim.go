@@ -19,10 +19,10 @@ import (
 // memory has more words than the request's size line allows (engine.SizeMarker), it drops the
 // narrative, unless the knowledge is empty and the answer would say nothing at all.
 //
-// Asked to fit a named size in words (engine.FitMarker), it drops the narrative, then turns facts into
-// impressions, those whose latest statement in the span is earliest first, until the knowledge
-// fits; if the impressions alone do not fit, it drops them, earliest first, and ends with one
-// item saying that more is in the archive.
+// Asked to fit a named size in words (engine.FitMarker), it drops the narrative, then turns
+// facts into impressions, those whose latest statement in the span is earliest first, until the
+// knowledge fits; if the impressions alone do not fit, it drops them, earliest first, and ends
+// with one item saying that more is in the archive.
 func palim(r *request) (answer, error) {
 	lo, hi, instruction, err := r.frame(hippocam.CallPalim)
 	if err != nil {
