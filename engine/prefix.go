@@ -199,11 +199,20 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if st.failedFolds[key] {
 		return nil // this very span already failed in this step
 	}
-	memoKey := st.s.Tenant + "\x00" + st.s.ID + "\x00" + key
-	if st.e.tooLittle.has(memoKey) {
-		return nil // PALIM could not fold this very span small enough in an earlier step
-	}
 	size := tokens(st.s.Context[lo:hi])
+	// Decide from sizes before any call whether a fold can save Δmin: the memory keeps at least
+	// the knowledge the span's memories carry (foldFloor), and, for a span that began where one
+	// PALIM could not fold did, as much as it wrote of that one. The span is kept without a call
+	// until it has grown past that by Δmin; under pressure, what cannot fold recedes (recede).
+	memoKey := st.s.Tenant + "\x00" + st.s.ID + "\x00" + st.s.Context[lo].ID
+	floor := st.foldFloor(lo, hi, level)
+	if kept, ok := st.e.tooLittle.get(memoKey); ok {
+		floor = max(floor, kept.memory)
+	}
+	if size-floor < st.e.cfg.MinSaving {
+		st.failedFolds[key] = true
+		return nil
+	}
 	memory, err := st.palim(ctx, lo, hi, size, level)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -219,7 +228,7 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if size-memory.Tokens < st.e.cfg.MinSaving {
 		st.e.log.Info("prefix consolidation saved too little; prefix kept", "tokens", size, "memory", memory.Tokens)
 		st.failedFolds[key] = true
-		st.e.tooLittle.add(memoKey)
+		st.e.tooLittle.add(memoKey, keptSpan{last: st.s.Context[hi-1].ID, size: size, memory: memory.Tokens})
 		return nil
 	}
 	if _, err := st.replace(lo, hi, memory); err != nil {

@@ -111,7 +111,7 @@ func (m *Model) AnswerSeed(role hippocam.CallRole, msgs []hippocam.Message, tool
 	case hippocam.CallPrecip:
 		a, err = precip(r)
 	case hippocam.CallPalim:
-		a, err = palim(r, m.tok)
+		a, err = palim(r)
 	case hippocam.CallJudge:
 		a, err = judge(r)
 	case hippocam.CallInductor:
