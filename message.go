@@ -2,6 +2,7 @@ package hippocam
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -82,9 +83,38 @@ func (e Evaluation) Valid() bool { return e == EvalGood || e == EvalBad || e == 
 type KnowledgeItem struct {
 	Fact       string     `json:"fact"`
 	Evaluation Evaluation `json:"evaluation"`
-	// Revises quotes the earlier statement of the same subject, in an earlier memory, that this
-	// fact replaces: revisions win visibly, so that a reader need not assume the latest wins.
-	Revises string `json:"revises,omitempty"`
+	// Revises quotes the earlier statements of the same subject, in earlier memories, that this
+	// fact replaces (a merge replaces several): revisions win visibly, so that a reader need not
+	// assume the latest wins.
+	Revises Revisions `json:"revises,omitempty"`
+}
+
+// Revisions are the earlier statements a knowledge item replaces. In JSON they are a list of
+// strings; a single string reads as a list of one (the form stored before lists, and the one a
+// model may still write).
+type Revisions []string
+
+// UnmarshalJSON reads a list of strings, a single string, or null.
+func (r *Revisions) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*r = nil
+		if strings.TrimSpace(one) != "" {
+			*r = Revisions{one}
+		}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("revises must be a string or a list of strings")
+	}
+	*r = nil
+	for _, s := range list {
+		if strings.TrimSpace(s) != "" {
+			*r = append(*r, s)
+		}
+	}
+	return nil
 }
 
 // Message is one message of a session: in the context, or archived beneath a consolidated message.

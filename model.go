@@ -109,18 +109,37 @@ type Tokenizer interface {
 	Count(text string) int
 }
 
-// JSONObject finds the JSON object in a model's text answer: what a ``` fence holds (a
-// leading "json" tag dropped) when there is one, and within that the span from the first '{'
-// to the last '}'. Every structured call of the engine and of the learning layer reads its
-// answer through it.
+// JSONObject finds the JSON object in a model's text answer: the whole text when it is one
+// (a memory may quote code between ``` fences inside its strings), else what a ``` fence holds
+// (a leading "json" tag dropped), else the span from the first '{' to the last '}' of the text.
+// A candidate that is not valid JSON gives way to the next; when none is, the last one is
+// returned, so that the decoder's error names what is wrong. Every structured call of the engine
+// and of the learning layer reads its answer through it.
 func JSONObject(text string) (string, bool) {
 	s := strings.TrimSpace(text)
+	if strings.HasPrefix(s, "{") && json.Valid([]byte(s)) {
+		return s, true
+	}
+	var fallback string
 	if i := strings.Index(s, "```"); i >= 0 {
 		rest := strings.TrimPrefix(s[i+3:], "json")
 		if j := strings.Index(rest, "```"); j >= 0 {
-			s = strings.TrimSpace(rest[:j])
+			if obj, ok := braces(strings.TrimSpace(rest[:j])); ok {
+				if json.Valid([]byte(obj)) {
+					return obj, true
+				}
+				fallback = obj
+			}
 		}
 	}
+	if obj, ok := braces(s); ok && (fallback == "" || json.Valid([]byte(obj))) {
+		return obj, true
+	}
+	return fallback, fallback != ""
+}
+
+// braces is s from its first '{' to its last '}'.
+func braces(s string) (string, bool) {
 	i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}')
 	if i < 0 || j < i {
 		return "", false

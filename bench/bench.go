@@ -67,6 +67,9 @@ type Turn struct {
 	MaxRequestTokens int
 	Overflow         bool
 	RecallCalls      int
+	// PrefixConsolidations counts the prefix consolidations the engine committed (0 for
+	// policies without one).
+	PrefixConsolidations int
 	// Speculation is how the engine's main call started beside JANUS ended ("stood",
 	// "redone"), or "" (no speculation, or not the engine).
 	Speculation string

@@ -72,11 +72,12 @@ func (a *engineAgent) Step(ctx context.Context, in []hippocam.Message) (*Turn, e
 	wall := time.Since(began)
 	usage := res.Usage.Clone()
 	return &Turn{
-		Answer:           res.Answer,
-		Usage:            usage,
-		MaxRequestTokens: res.MaxRequestTokens,
-		RecallCalls:      res.RecallCalls,
-		Speculation:      res.Speculation,
-		EngineTime:       max(0, wall-res.ModelTime),
+		Answer:               res.Answer,
+		Usage:                usage,
+		MaxRequestTokens:     res.MaxRequestTokens,
+		RecallCalls:          res.RecallCalls,
+		PrefixConsolidations: res.PrefixConsolidations,
+		Speculation:          res.Speculation,
+		EngineTime:           max(0, wall-res.ModelTime),
 	}, nil
 }

@@ -62,18 +62,19 @@ func TestHippocamNoRecallAnswersDetailUnknown(t *testing.T) {
 	}
 }
 
-// prefixSession states an early fact and fills a 3000-token window several times over, so that
-// pressure control folds the prefix, then asks about the fact.
+// prefixSession states an early fact and fills a window of 3,000 or 4,000 tokens more than once
+// over, so that pressure control folds the prefix, then asks about the fact. (At 3,000 tokens a
+// PALIM request, with its role prompt in a system message of its own, no longer fits.)
 func prefixSession(s *polSession) string {
 	s.user("alpha := 1\n!say noted")
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 16; i++ {
 		s.user(polFiller(400) + "\n!say ok")
 	}
 	return s.user("!ask alpha")
 }
 
 func TestHippocamKeepsFactThroughFolds(t *testing.T) {
-	env, rec := polEnv(t, 3000)
+	env, rec := polEnv(t, 4000)
 	s := newPolSession(t, "hippocam", env)
 	polWant(t, "fact", prefixSession(s), "alpha := 1")
 	if rec.count(hippocam.CallPalim) == 0 {

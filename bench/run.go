@@ -131,6 +131,7 @@ func Run(ctx context.Context, p Policy, env Env, w *Workload, progress func(done
 			r.Overflowed, r.OverflowStep = true, r.Steps
 		}
 		r.RecallCalls += t.RecallCalls
+		r.PrefixConsolidations += t.PrefixConsolidations
 		switch t.Speculation {
 		case "stood":
 			r.SpeculationStood++

@@ -165,9 +165,12 @@ type Result struct {
 	// Calls counts model calls by role.
 	Calls map[hippocam.CallRole]int `json:"calls"`
 	// Usage is the usage by call role: calls, input, cached input, output, cost.
-	Usage             hippocam.Usage `json:"usage"`
-	RecallCalls       int            `json:"recall_calls"`
-	RecallPerQuestion float64        `json:"recall_per_question"`
+	Usage       hippocam.Usage `json:"usage"`
+	RecallCalls int            `json:"recall_calls"`
+	// PrefixConsolidations counts the engine's committed prefix consolidations (PALIM folds and
+	// recessions), so that PALIM's calls per consolidation can be read beside Calls.
+	PrefixConsolidations int     `json:"prefix_consolidations"`
+	RecallPerQuestion    float64 `json:"recall_per_question"`
 	// SpeculationStood and SpeculationRedone count the steps whose main call, started beside
 	// JANUS, stood or was made again after JANUS changed the context (engine/speculate.go). The
 	// answers are the same either way: only the discarded calls' cost (role "speculative") differs.

@@ -31,6 +31,7 @@ func (e *Engine) Absorb(ctx context.Context, s *hippocam.Session, arch hippocam.
 		return nil, hippocam.Errorf(hippocam.EINVALID, "absorb: the intent needs a label and an exit condition")
 	}
 	began := time.Now()
+	ctx = hippocam.WithCallSession(ctx, s.Tenant, s.ID) // the model calls below are the session's (an observer files them under it)
 	st := e.newStep(s, arch, Input{})
 	defer func() { err = st.failed(err) }()
 	if err := st.runPending(ctx); err != nil {

@@ -22,9 +22,9 @@ var agentPrompt string
 // last section), left out by the no-recall ablation.
 const recallSection = "# Recall and search"
 
-// systemPrompt is the system message of every request: the main model's memory instructions and,
-// with SharedPrompts, the role prompts and answer formats of JANUS, PRECIP and PALIM, so that the
-// auxiliary requests, which share this prefix, end with a short instruction only.
+// systemPrompt is the system message of every request but JANUS's: the main model's memory
+// instructions and, with SharedPrompts, the role prompts and answer formats of PRECIP and PALIM,
+// so that their requests, which share this prefix, end with a short instruction only.
 func (e *Engine) systemPrompt() string { return e.system }
 
 func buildSystemPrompt(shared, noRecall bool) string {
@@ -44,7 +44,9 @@ func buildSystemPrompt(shared, noRecall bool) string {
 	for _, r := range []struct {
 		name, prompt string
 		tool         hippocam.Tool
-	}{{"JANUS", janusPrompt, JanusToolSpec}, {"PRECIP", precipPrompt, PrecipToolSpec}, {"PALIM", palimPrompt, PalimToolSpec}} {
+	}{{"PRECIP", precipPrompt, PrecipToolSpec}, {"PALIM", palimPrompt, PalimToolSpec}} {
+		// JANUS's prompt is not here: its requests are views of their own that carry it
+		// (janusView), and they share no prefix with the main model's.
 		fmt.Fprintf(&b, "\n## Role %s\n%s\nSchema of the answer: %s\n", r.name, strings.TrimSpace(r.prompt), r.tool.Parameters)
 	}
 	return b.String()
@@ -233,9 +235,12 @@ func (st *step) agentCall(ctx context.Context, req *hippocam.Request) (_ *hippoc
 }
 
 // answerRecalls answers the calls of one model answer that called recall or search, in order:
-// recall calls with one layer (or a page) each, search calls with their hits, other calls with a
-// note that they were not run. Results of earlier answers shrink to their listings once one of
-// these recalls opens something.
+// recall calls with one layer (or a page) each, search calls with a page of their hits, other
+// calls with a note that they were not run. Results of earlier answers shrink to their listings
+// once one of these recalls opens something. A result that does not fit the room left even as
+// its smallest page takes room from the step's earlier results (giveRoom); only when none is
+// left to take does the model read that the window is full. The room never reaches into the
+// reserve for the answer (recallRoom).
 func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full map[string]string) []hippocam.Message {
 	results := make([]hippocam.Message, len(msg.ToolCalls))
 	targets := make([]recallTarget, len(msg.ToolCalls))
@@ -264,11 +269,15 @@ func (st *step) answerRecalls(ctx context.Context, msg *hippocam.Message, full m
 	for i, c := range msg.ToolCalls {
 		r := &results[i]
 		if internalTool(c) {
-			var shown, listing string
-			if c.Name == SearchTool {
-				shown, listing = st.renderSearch(searches[i], st.recallRoom()-reserve)
-			} else {
-				shown, listing = st.render(targets[i], st.recallRoom()-reserve)
+			draw := func() (string, string, bool) {
+				if c.Name == SearchTool {
+					return st.renderSearch(searches[i], st.recallRoom()-reserve)
+				}
+				return st.render(targets[i], st.recallRoom()-reserve)
+			}
+			shown, listing, ok := draw()
+			for !ok && st.giveRoom() {
+				shown, listing, ok = draw() // the step's earlier results made room: try again
 			}
 			r.Content = shown
 			r.Tokens = hippocam.MessageTokens(st.e.tok, r)
@@ -307,6 +316,31 @@ func callsRecall(m *hippocam.Message) bool {
 	return false
 }
 
+// withdrawnNote replaces a recall or search result that gave its room to a later one.
+const withdrawnNote = "Withdrawn to make room for a later recall or search result; call it again if you still need it."
+
+// giveRoom frees room for a recall or search result that does not fit even as one page: the
+// step's earlier results shrink to their listings first; after that, oldest first, one result a
+// call gives way to withdrawnNote. false when nothing is left to give.
+func (st *step) giveRoom() bool {
+	if st.shrinkRecalls() > 0 {
+		return true
+	}
+	for i := range st.s.Context {
+		m := &st.s.Context[i]
+		if !st.recallIDs[m.ID] || m.Role != hippocam.RoleTool || m.Content == withdrawnNote {
+			continue
+		}
+		note := hippocam.Message{ID: m.ID, Role: m.Role, Kind: m.Kind, ToolCallID: m.ToolCallID, Content: withdrawnNote}
+		if n := hippocam.MessageTokens(st.e.tok, &note); n < m.Tokens {
+			m.Content, m.Tokens = withdrawnNote, n
+			delete(st.listings, m.ID) // a later shrink must not bring it back
+			return true
+		}
+	}
+	return false
+}
+
 // withdrawRecalls replaces the latest recall results with a short note and the earlier ones with
 // their listings, when the exchanges leave no room for another call.
 func (st *step) withdrawRecalls() {
@@ -328,15 +362,19 @@ func (st *step) transient(m hippocam.Message) {
 }
 
 // shrinkRecalls reduces the recall results already in the context to their listings: the model
-// is opening a deeper layer, and the listing keeps every handle.
-func (st *step) shrinkRecalls() {
+// is opening a deeper layer, and the listing keeps every handle. It returns the tokens freed.
+func (st *step) shrinkRecalls() int {
+	freed := 0
 	for i := range st.s.Context {
 		m := &st.s.Context[i]
 		if listing, ok := st.listings[m.ID]; ok && m.Content != listing {
+			before := m.Tokens
 			m.Content = listing
 			m.Tokens = hippocam.MessageTokens(st.e.tok, m)
+			freed += before - m.Tokens
 		}
 	}
+	return freed
 }
 
 // finish removes the recall exchanges from the context and appends the final answer, carrying

@@ -45,10 +45,11 @@ type Config struct {
 	RecallLimit int
 	// Prices prices every call (default: seed 000 §A.9).
 	Prices hippocam.Prices
-	// SharedPrompts puts the role prompts of JANUS, PRECIP and PALIM into the system message that
-	// every request shares, so that a provider's prompt cache serves them; their requests then
-	// end with a short instruction only. It costs about 4,500 tokens of every request's window (the
-	// four prompts with every rule of B.2), so ForWindow turns it on from W = SharedPromptsFrom.
+	// SharedPrompts puts the role prompts of PRECIP and PALIM into the system message that their
+	// requests share with the main model's, so that a provider's prompt cache serves them; their
+	// requests then end with a short instruction only. It costs about 3,200 tokens of every
+	// request's window (the three prompts with every rule of B.2), so ForWindow turns it on from
+	// W = SharedPromptsFrom. JANUS's prompt is never there: its requests carry it (janusView).
 	SharedPrompts bool
 	// Structured is how JANUS, PRECIP and PALIM are asked for their JSON answers: natively
 	// (hippocam.Structured), falling back to the schema in prose for an upstream that refuses

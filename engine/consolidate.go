@@ -21,6 +21,7 @@ import (
 // (Change.Ops nil) and need not be committed. Component failures are not errors (the span is
 // kept, as in a step); errors are the context's and the archive's.
 func (e *Engine) Consolidate(ctx context.Context, s *hippocam.Session, arch hippocam.Archive) (*Result, error) {
+	ctx = hippocam.WithCallSession(ctx, s.Tenant, s.ID) // the model calls below are the session's (an observer files them under it)
 	began := time.Now()
 	st := e.newStep(s, arch, Input{})
 	if err := st.runPending(ctx); err != nil {

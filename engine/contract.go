@@ -75,18 +75,21 @@ func (o *PrecipOutput) Validate() error {
 	return nil
 }
 
-// PalimOutput is PALIM's answer: a narrative of undertakings and knowledge items.
+// PalimOutput is PALIM's answer: a narrative of undertakings, the ids of the earlier memories'
+// knowledge items it carries forward unchanged (the engine copies them; KnowledgeID), and its
+// own knowledge items: new ones, and those that change or merge earlier ones.
 type PalimOutput struct {
 	Narrative string                   `json:"narrative"`
+	Keep      []string                 `json:"keep,omitempty"`
 	Knowledge []hippocam.KnowledgeItem `json:"knowledge"`
 }
 
 // Validate checks every knowledge item has a fact and a known evaluation, and that something
-// is said at all.
+// is said at all. Whether the kept ids name items is checked against the span (Check).
 func (o *PalimOutput) Validate() error {
 	var errs []string
-	if strings.TrimSpace(o.Narrative) == "" && len(o.Knowledge) == 0 {
-		errs = append(errs, "both narrative and knowledge are empty")
+	if strings.TrimSpace(o.Narrative) == "" && len(o.Knowledge) == 0 && len(o.Keep) == 0 {
+		errs = append(errs, "narrative, keep and knowledge are all empty")
 	}
 	for i, k := range o.Knowledge {
 		if strings.TrimSpace(k.Fact) == "" {
@@ -118,7 +121,8 @@ var (
 	precipSchema = json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string","description":"The self-contained first-person memory that replaces the closed work."}},"required":["memory"]}`)
 	palimSchema  = json.RawMessage(`{"type":"object","properties":{` +
 		`"narrative":{"type":"string","description":"First person: what I did and what came of it, one undertaking at a time."},` +
-		`"knowledge":{"type":"array","items":{"type":"object","properties":{"fact":{"type":"string","description":"A single claim about a single thing, carrying each particular (names, values, identifiers) that pins it down."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"string","description":"When this fact replaces a different statement of the same subject made in an earlier memory, that earlier statement, quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
+		`"keep":{"type":"array","items":{"type":"string"},"description":"Knowledge items of earlier memories in the span that still hold word for word, each named by its memory's ref and its label (r12.K3), or a run of them (r12.K1-K9); each is copied unchanged. Leave out an item you change, merge or revise, and write its new form under knowledge."},` +
+		`"knowledge":{"type":"array","description":"New knowledge, and the changed or merged forms of earlier items; not the items listed under keep.","items":{"type":"object","properties":{"fact":{"type":"string","description":"A single claim about a single thing, carrying each particular (names, values, identifiers, dates resolved to the calendar) that pins it down."},"evaluation":{"type":"string","enum":["good","bad","neutral"]},"revises":{"type":"array","items":{"type":"string"},"description":"When this fact replaces different statements of the same subject made in earlier memories, those earlier statements, each quoted; otherwise leave it out."}},"required":["fact","evaluation"]}}},"required":["narrative","knowledge"]}`)
 	recallSchema = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"A ref from a [ref:…] tag: a memory's ref opens the messages beneath it; a handle of a left-out message or page opens that."}},"required":["ref"]}`)
 )
 
@@ -167,18 +171,30 @@ const (
 // "begins" quotes its first words, ending with "…"; "reads" quotes the whole text; an assistant
 // message without text is named by the tools it calls ("only calls tools: read_file, grep"), and
 // when that is not enough, by its calls with their arguments (SpanCallText).
-// The start quote is made long enough (80 characters, then 160, then 320) that no other message
-// of the prefix reads the same way, or at least no later message of the span does; only when a
-// message of the span repeats the first one word for word does the start line add an ordinal
-// ("the 2nd latest ... above"), the one case a model has to count, and then only among identical
-// messages. The simulated model (sim/request.go) finds the start the same way, and rejects a
+// The lead line also says how many messages the span holds ("Span: the last 7 messages above"),
+// a check a model can make at a glance. The start quote is made long enough (80 characters,
+// then 160, then 320) that no other message of the prefix reads the same way, or at least no
+// later message of the span does. When a message of the span repeats the first one word for word
+// (a chat whose every answer reads "Noted."), the start is named by a neighbour of another role
+// that reads like no other message instead:
+//
+//	Span start: the assistant message right after the latest user message above that begins "Chat log, session 3…"
+//
+// Only when no neighbour serves does the start line add an ordinal ("the 2nd latest ... above"),
+// counting among identical messages. The simulated model (sim/request.go) finds the start the same way, and rejects a
 // request whose end quote does not match its last message. Rejected alternatives: ids or marks
 // written into the messages would change the shared prefix (and what clients see), and a list of
 // excerpts of every span message costs tokens in proportion to the span for no gain, since the
 // span always runs to the end.
 const (
+	// SpanCountPrefix begins the lead line, which says how many messages the span holds.
+	SpanCountPrefix = "Span: the last "
 	SpanStartPrefix = "Span start: the "
-	SpanEndPrefix   = "Span end: the last message above, "
+	// SpanAfter and SpanBefore name the start by a neighbour: "Span start: the assistant
+	// message right after the latest user message above that begins …".
+	SpanAfter     = "right after the latest "
+	SpanBefore    = "right before the latest "
+	SpanEndPrefix = "Span end: the last message above, "
 	// SpanBegins, SpanReads and SpanCalls are the ways a quote is introduced.
 	SpanBegins = "that begins "
 	SpanReads  = "that reads "
@@ -422,15 +438,53 @@ func SpanLine(context []hippocam.Message, lo, hi int) string {
 			break
 		}
 	}
-	nth := "latest "
-	if !found {
+	var startLine string
+	switch {
+	case found:
+		startLine = SpanStartPrefix + "latest " + SpanRole(start.role) + " above " + start.String()
+	default:
+		// The first message reads like another of the prefix ("Noted."): name it by a neighbour
+		// that reads like no other message, rather than make the model count repeats.
+		if line, ok := spanNeighbourLine(shown, first); ok {
+			startLine = line
+			break
+		}
 		start = quoteOf(shown[first], spanQuoteLengths[len(spanQuoteLengths)-1])
-		nth = ordinal(1+count(start, first+1)) + " latest "
+		startLine = SpanStartPrefix + ordinal(1+count(start, first+1)) + " latest " + SpanRole(start.role) + " above " + start.String()
 	}
 	end := quoteOf(shown[len(shown)-1], spanQuoteLengths[0])
-	return "Span: from the message quoted as its start through the last message above, quoted as its end; what comes before the start is context only. Quotes show line breaks as spaces.\n" +
-		SpanStartPrefix + nth + SpanRole(start.role) + " above " + start.String() + "\n" +
+	return fmt.Sprintf("%s%d %s, from the one quoted as its start through the last one, quoted as its end; what comes before the start is context only. Quotes show line breaks as spaces.\n",
+		SpanCountPrefix, len(shown)-first, plural(len(shown)-first, "message above", "messages above")) +
+		startLine + "\n" +
 		SpanEndPrefix + article(SpanRole(end.role)) + " " + end.String()
+}
+
+// spanNeighbourLine names shown[first] as the message right after the message before it, or
+// right before the message after it, when that neighbour has another role and a quote that no
+// other message of the prefix matches.
+func spanNeighbourLine(shown []*hippocam.Message, first int) (string, bool) {
+	for _, n := range []struct {
+		at  int
+		how string
+	}{{first - 1, SpanAfter}, {first + 1, SpanBefore}} {
+		if n.at < 0 || n.at >= len(shown) || shown[n.at].Role == shown[first].Role {
+			continue
+		}
+		for _, limit := range spanQuoteLengths {
+			q := quoteOf(shown[n.at], limit)
+			unique := true
+			for i := range shown {
+				if i != n.at && q.matches(shown[i]) {
+					unique = false
+					break
+				}
+			}
+			if unique {
+				return SpanStartPrefix + SpanRole(shown[first].Role) + " " + n.how + SpanRole(q.role) + " above " + q.String(), true
+			}
+		}
+	}
+	return "", false
 }
 
 // article puts "a" or "an" before a role's name.

@@ -32,35 +32,43 @@ type Engine struct {
 	model  hippocam.Model
 	tok    hippocam.Tokenizer
 	log    *slog.Logger
-	// tooLittle remembers spans (by session and first and last id) that PALIM, after its
-	// concise retries, could not fold by Δmin: the same span is not asked again in later steps.
-	// It lives in memory only; after a restart such a span is tried once more.
+	// tooLittle remembers spans (by session and first message) that PALIM, after its concise
+	// retries, could not fold by Δmin, with the size of the span and of the memory it came to:
+	// the span is not asked again until it has grown so that a memory of that size would save
+	// Δmin. It lives in memory only; after a restart such a span is tried once more.
 	tooLittle *spanMemo
 }
 
-// spanMemo is a bounded set of span keys, safe for concurrent use.
+// keptSpan is what the engine remembers of a span PALIM could not fold by Δmin: the span's last
+// message and size, and the size of the memory PALIM wrote of it.
+type keptSpan struct {
+	last         string
+	size, memory int
+}
+
+// spanMemo is a bounded map of span keys to kept spans, safe for concurrent use.
 type spanMemo struct {
 	mu sync.Mutex
-	m  map[string]struct{}
+	m  map[string]keptSpan
 }
 
 // maxSpanMemo bounds spanMemo; when it is full it starts over.
 const maxSpanMemo = 100_000
 
-func (s *spanMemo) has(key string) bool {
+func (s *spanMemo) get(key string) (keptSpan, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.m[key]
-	return ok
+	k, ok := s.m[key]
+	return k, ok
 }
 
-func (s *spanMemo) add(key string) {
+func (s *spanMemo) add(key string, k keptSpan) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.m) >= maxSpanMemo {
-		s.m = map[string]struct{}{}
+		s.m = map[string]keptSpan{}
 	}
-	s.m[key] = struct{}{}
+	s.m[key] = k
 }
 
 // New returns an engine. EINVALID if the configuration is out of range.
@@ -72,7 +80,7 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall),
-		tooLittle: &spanMemo{m: map[string]struct{}{}}}, nil
+		tooLittle: &spanMemo{m: map[string]keptSpan{}}}, nil
 }
 
 // Tokens counts text with the engine's tokenizer.

@@ -150,6 +150,12 @@ func (o *PalimOutput) problems(context []hippocam.Message, lo int, instruction s
 	}
 	g := newGrounding(context, lo, instruction)
 	reasons := g.refs("the narrative", o.Narrative)
+	// Kept items are copies of the span's own items, grounded as they stand; an id that names
+	// none is quoted back.
+	if _, unknown := keptItems(context[lo:], o.Keep); len(unknown) > 0 {
+		reasons = append(reasons, fmt.Sprintf("keep names %s, which %s no knowledge item of a memory in the span; keep only ids shown before the items of the memories you consolidate, and write anything else under knowledge",
+			listed(unknown), plural(len(unknown), "is", "are")))
+	}
 	for i, k := range o.Knowledge {
 		where := fmt.Sprintf("knowledge[%d]", i)
 		reasons = append(reasons, g.refs(where, k.Fact)...)
@@ -216,6 +222,7 @@ func newGrounding(context []hippocam.Message, lo int, instruction string) *groun
 		g.words[w] = true
 	}
 	g.numbers = numbersOf(g.source)
+	statusCodes(g.words, g.numbers)
 	g.amounts = map[string]bool{}
 	keys, _ := amounts(g.source)
 	for _, k := range keys {
@@ -429,8 +436,9 @@ func firstRune(s string) rune { r, _ := utf8.DecodeRuneInString(s); return r }
 
 func lastRune(s string) rune { r, _ := utf8.DecodeLastRuneInString(s); return r }
 
-// factLine reads l as a fact line "KEY := VALUE", after a list marker and an evaluation tag
-// (the lines the simulated model writes, docs/sim.md), or as a detail line "detail KEY := VALUE".
+// factLine reads l as a fact line "KEY := VALUE", after a list marker, a knowledge id and an
+// evaluation tag (the lines the simulated model writes, docs/sim.md), or as a detail line
+// "detail KEY := VALUE".
 // KEY is letters, digits, '_', '.' and '-'.
 func factLine(l string) (key, value string, ok bool) {
 	t := strings.TrimSpace(l)
@@ -439,6 +447,9 @@ func factLine(l string) (key, value string, ok bool) {
 			t = strings.TrimSpace(rest)
 			break
 		}
+	}
+	if _, rest, cut := CutKnowledgeID(t); cut {
+		t = rest
 	}
 	for _, tag := range []string{"[neutral]", "[good]", "[bad]"} {
 		if rest, cut := strings.CutPrefix(t, tag); cut {

@@ -127,7 +127,7 @@ func (st *step) precip(ctx context.Context, lo, hi int, chain []string, closing 
 	}
 	limit := tokens(st.s.Context[lo:hi]) + 256
 	var out PrecipOutput
-	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, hi, b.String(), PrecipToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, st.requestPrefix(hi), lo, hi, chainStack(chain, closing), b.String(), PrecipToolSpec, func(args string) error {
 		out = PrecipOutput{}
 		if err := decodeArgs(args, &out); err != nil {
 			return err
@@ -157,4 +157,19 @@ func quoteLabels(labels []string) string {
 		q[i] = fmt.Sprintf("%q", l)
 	}
 	return strings.Join(q, " and ")
+}
+
+// chainStack is the stack a PRECIP call's instruction names: the chain's intents, broadest
+// first, with the exit conditions of those closing.
+func chainStack(chain []string, closing []hippocam.Intent) hippocam.IntentStack {
+	stack := make(hippocam.IntentStack, len(chain))
+	for i, l := range chain {
+		stack[i].Label = l
+		for _, c := range closing {
+			if c.Label == l {
+				stack[i].Done = c.Done
+			}
+		}
+	}
+	return stack
 }

@@ -23,10 +23,10 @@ import (
 //	                       |R| − |m| ≥ Δmin. A failed or rejected fold leaves R untouched.
 
 // predicted is P of Alg. 2, taken over the requests that read the whole context: the main
-// model's with the reserve for the next round and, until it has run, JANUS's (the same context
-// framed with its instruction) with the room for its answer; the larger counts. So JANUS is
-// never skipped for its size. PRECIP and PALIM read only the context up to the end of their
-// span, and a fold trims its span to what their request can hold.
+// model's with the reserve for the next round and, until JANUS has run, a component's over the
+// same context with the room for its answer (componentNeed); the larger counts. PRECIP and PALIM
+// read only the context up to the end of their span, and a fold trims its span to what their
+// request can hold.
 func (st *step) predicted() int {
 	round := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
 	return tokens(st.s.Context) + max(st.agentFrame(true)+round, st.componentNeed())
@@ -46,8 +46,10 @@ func (st *step) agentNeeded() int {
 	return tokens(st.s.Context) + st.agentFrame(true) + st.answerReserve()
 }
 
-// componentNeed is what JANUS's request adds to the context before JANUS has run in this step:
-// its frame and the room for its answer; 0 afterwards.
+// componentNeed is what a component request over the whole context adds to it, kept free until
+// JANUS has run in this step: its frame and the room for its answer; 0 afterwards. JANUS's own
+// request is a bounded view (janusView); the room serves the PRECIP call that consolidates what
+// JANUS closes, which reads the context up to the end of the closed span.
 func (st *step) componentNeed() int {
 	if st.janusDone {
 		return 0
@@ -197,11 +199,20 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if st.failedFolds[key] {
 		return nil // this very span already failed in this step
 	}
-	memoKey := st.s.Tenant + "\x00" + st.s.ID + "\x00" + key
-	if st.e.tooLittle.has(memoKey) {
-		return nil // PALIM could not fold this very span small enough in an earlier step
-	}
 	size := tokens(st.s.Context[lo:hi])
+	// Decide from sizes before any call whether a fold can save Δmin: the memory keeps at least
+	// the knowledge the span's memories carry (foldFloor), and, for a span that began where one
+	// PALIM could not fold did, as much as it wrote of that one. The span is kept without a call
+	// until it has grown past that by Δmin; under pressure, what cannot fold recedes (recede).
+	memoKey := st.s.Tenant + "\x00" + st.s.ID + "\x00" + st.s.Context[lo].ID
+	floor := st.foldFloor(lo, hi, level)
+	if kept, ok := st.e.tooLittle.get(memoKey); ok {
+		floor = max(floor, kept.memory)
+	}
+	if size-floor < st.e.cfg.MinSaving {
+		st.failedFolds[key] = true
+		return nil
+	}
 	memory, err := st.palim(ctx, lo, hi, size, level)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -217,7 +228,7 @@ func (st *step) fold(ctx context.Context, lo, hi int) error {
 	if size-memory.Tokens < st.e.cfg.MinSaving {
 		st.e.log.Info("prefix consolidation saved too little; prefix kept", "tokens", size, "memory", memory.Tokens)
 		st.failedFolds[key] = true
-		st.e.tooLittle.add(memoKey)
+		st.e.tooLittle.add(memoKey, keptSpan{last: st.s.Context[hi-1].ID, size: size, memory: memory.Tokens})
 		return nil
 	}
 	if _, err := st.replace(lo, hi, memory); err != nil {

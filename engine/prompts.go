@@ -18,6 +18,9 @@ package engine
 //     appendix's final step (a call of gaze, ripple or the memory tool) maps to that object.
 //   - The span: PRECIP and PALIM do not read "everything above the trigger" but the span their
 //     instruction names by quoting its first and last message (SpanLine, contract.go).
+//   - JANUS's material: not the whole conversation but a bounded view of it (engine/janus.go,
+//     janusView): the stack with where each intent opened, each memory's first line, the user's
+//     latest message, and the messages it has not reviewed yet.
 //   - Anchors (B.2.4): stated for tools that address lines by content anchors, since the agent's
 //     tools belong to its client.
 
@@ -44,10 +47,10 @@ var promptRules = []promptRule{
 	{"B.2.1 Intention", "label, reason and exit condition", "janus.txt", "The intent stack", "a label (its aim), a reason (why it arises now) and an exit condition"},
 	{"B.2.1 Intention", "success and failure exits, each a clear point of judgement that can trigger", "janus.txt", "The intent stack", "never an extreme so vague or so high that it is never reached"},
 	{"B.2.1 Intention", "a setback is no exit: recovery nests beneath", "janus.txt", "The intent stack", "A setback is not an exit"},
-	{"B.2.1 Evaluation", "the request shows the stack as an indented outline, outermost first", "janus.txt", "What you receive", "shows the stack as an indented outline, outermost first"},
+	{"B.2.1 Evaluation", "the request shows the stack as an indented outline, outermost first", "janus.txt", "What you receive", "the stack as an indented outline, outermost first"},
 	{"B.2.1 Evaluation", "earlier decisions are gone from the context; trust the stack shown", "janus.txt", "What you receive", "the stack shown is their result, so trust it"},
 	{"B.2.1 Evaluation", "two operations, open (push) and close (pop), else skip", "janus.txt", "What you receive", "when neither is called for, skip"},
-	{"B.2.1 Step 1", "read the whole conversation before the request", "janus.txt", "How to decide", "Read the whole conversation before the request"},
+	{"B.2.1 Step 1", "read all that is shown before deciding", "janus.txt", "How to decide", "Read all you are shown before deciding"},
 	{"B.2.1 Step 1", "[ref:] records are its own past work, settled as fact", "janus.txt", "How to decide", "what they say was seen or concluded is settled"},
 	{"B.2.1 Step 2", "examine from the top down", "janus.txt", "How to decide", "Closing, from the top down"},
 	{"B.2.1 Step 2", "every branch of the exit condition at its full breadth; either exit of an 'or' suffices; a sample is not completion", "janus.txt", "How to decide", "a sample of its scope is not enough"},
@@ -61,7 +64,7 @@ var promptRules = []promptRule{
 	{"B.2.1 Step 3", "single-action work needs no intent; work that may fail or surprise is not simple", "janus.txt", "How to decide", "needs no intent"},
 	{"B.2.1 Step 3", "parallel parts are siblings: one broader intent or only the first", "janus.txt", "How to decide", "open one broader intent covering all of them, or open only the first"},
 	{"B.2.1 Step 3", "only the levels visible now; no foreseen full path", "janus.txt", "How to decide", "Open only the levels plainly in sight"},
-	{"B.2.1 Step 4 Operations", "openings broadest first; an empty stack starts from the goal exactly as the user gave it", "janus.txt", "Rules of the operations", "keeps the user's aim exactly as specific as the user put it"},
+	{"B.2.1 Step 4 Operations", "openings broadest first; an empty stack starts from the goal exactly as the user gave it, once the work needs an intent at all", "janus.txt", "Rules of the operations", "at the user's own level of detail"},
 	{"B.2.1 Step 4 Operations", "closings from the top, exact labels, no parent before its children", "janus.txt", "Rules of the operations", "each label copied exactly from the stack"},
 	{"B.2.1 Step 4 Situations", "close the whole chain when all is done, else stop at the first open intent", "janus.txt", "Rules of the operations", "If the whole chain is finished, close it all"},
 	{"B.2.1 Step 4 Situations", "a shift that turns out to be part of the closed work reopens nothing: keep the intent and deepen", "janus.txt", "How to decide", "keep it open and deepen under it instead"},
@@ -93,6 +96,7 @@ var promptRules = []promptRule{
 	{"B.2.2 Step 2 Do not", "no summaries or headlines; bare tool output kept as it is", "precip.txt", "What to drop", "Summaries or headlines in place of content"},
 	{"B.2.2 Step 2 Do not", "the route to a fact is not the fact", "precip.txt", "What to drop", "How a fact came to light"},
 	{"B.2.2 Step 2 Do not", "no inference beyond the assistant", "precip.txt", "What to drop", "Inferences the assistant did not make"},
+	{"beyond B.2 (dates)", "a relative date is resolved against its message's date", "precip.txt", "What to drop", "Resolving a relative date or time against the date of the message"},
 	{"B.2.2 Step 2 Do not", "discard what serves no intent, and same-category material beyond the purpose", "precip.txt", "What to drop", "material of the right sort that goes beyond what the purpose called for"},
 	{"B.2.2 Step 3", "generalise shared patterns into one insight", "precip.txt", "Merging", "state one combined insight instead of repeating each"},
 	{"B.2.2 Step 4", "self-contained: each fact identified, each conclusion with its evidence", "precip.txt", "Writing", "it must stand alone"},
@@ -134,6 +138,9 @@ var promptRules = []promptRule{
 	{"B.2.3 Step 3", "no learning narrative or prescriptive wording; the evaluation carries direction", "palim.txt", "Knowledge", "any advice-like phrasing"},
 	{"B.2.3 Step 3", "what knowledge may hold; concrete forms are knowledge", "palim.txt", "Knowledge", "Concrete forms"},
 	{"B.2.3 Step 3", "derive nothing new; no exhaustive catalogue", "palim.txt", "Knowledge", "rather than cataloguing the whole episode"},
+	{"beyond B.2 (dates)", "a relative date is resolved against its message's date, not refused as a derivation", "palim.txt", "Knowledge", "Resolving a relative date or time against the date of the message"},
+	{"beyond B.2 (fold cost)", "unchanged earlier items are kept by id, not rewritten", "palim.txt", "Carrying items forward", "is carried forward by listing it under keep"},
+	{"beyond B.2 (recession)", "the size limit never asks to drop knowledge, but where the request says it no longer fits; the recession rule stated once", "palim.txt", "Size", "Only a request that says the knowledge no longer fits lets knowledge recede"},
 	{"B.2.3 Step 3", "collections the user supplies are kept one entry at a time", "palim.txt", "Knowledge", "A collection of self-contained entries"},
 	{"B.2.3 Step 3", "an entry's identifier stays with it", "palim.txt", "Knowledge", "belongs to that entry and never leaves it"},
 	{"B.2.3 Step 3", "an account is kept through what it establishes", "palim.txt", "Knowledge", "A story of events is kept through what it establishes"},

@@ -72,11 +72,12 @@ func (st *step) resolve(ctx context.Context, args string) recallTarget {
 }
 
 // render writes the result for a resolved target within room tokens, and its listing for when
-// a deeper layer is opened later ("" for problems).
-func (st *step) render(t recallTarget, room int) (string, string) {
+// a deeper layer is opened later ("" for problems). ok is false when the room does not hold even
+// the smallest page (the text is then the error for the model).
+func (st *step) render(t recallTarget, room int) (text, listing string, ok bool) {
 	switch {
 	case t.problem != "":
-		return t.problem, ""
+		return t.problem, "", true
 	case t.msg != nil:
 		return st.page(t.msg, t.offset, room)
 	default:
@@ -115,7 +116,7 @@ func body(m *hippocam.Message) string {
 // header line with its handle when left out, and, in order, the full text of every child that
 // still fits. If even the header lines do not fit, as many as fit are listed and one handle
 // (ref#next) leads to the rest of the list.
-func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (string, string) {
+func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (string, string, bool) {
 	tok := st.e.tok
 	head := fmt.Sprintf("Recall of %s: the %d messages beneath it, oldest first.", ref, len(kids))
 	if from > 0 {
@@ -133,7 +134,7 @@ func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (stri
 			more := fmt.Sprintf("%s%s %s: the list of messages %d to %d (recall it to list them)", ChildMarker, hippocam.RefTag(fmt.Sprintf("%s#%d", ref, i+1)), LeftOutMarker, i+2, len(kids))
 			if used+b.leftTokens+tok.Count(more)+1 > room {
 				if len(blocks) == 0 {
-					return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), ""
+					return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), "", false
 				}
 				blocks = append(blocks, block{handle: more, leftTokens: tok.Count(more) + 1})
 				used += tok.Count(more) + 1
@@ -141,7 +142,7 @@ func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (stri
 			}
 		} else if used+b.leftTokens > room {
 			if len(blocks) == 0 {
-				return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), ""
+				return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), "", false
 			}
 			break
 		}
@@ -161,7 +162,7 @@ func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (stri
 	for {
 		text := renderLayer(head, blocks, shown)
 		if tok.Count(text) <= room || !anyShown(shown) {
-			return text, layerListing(ref, from, head, kids[from:], blocks, shown)
+			return text, layerListing(ref, from, head, kids[from:], blocks, shown), true
 		}
 		for i := len(shown) - 1; i >= 0; i-- { // counting by parts was optimistic: drop the last one shown
 			if shown[i] {
@@ -228,7 +229,7 @@ func anyShown(shown []bool) bool {
 
 // page renders message m from byte offset on, as much as fits in room, with a handle for the
 // rest. A page boundary never splits a UTF-8 character.
-func (st *step) page(m *hippocam.Message, offset, room int) (string, string) {
+func (st *step) page(m *hippocam.Message, offset, room int) (string, string, bool) {
 	tok := st.e.tok
 	text := body(m)
 	if offset > len(text) {
@@ -245,14 +246,14 @@ func (st *step) page(m *hippocam.Message, offset, room int) (string, string) {
 		}
 	}
 	if tok.Count(head)+tok.Count(rest)+2 <= room {
-		return head + "\n" + rest, fmt.Sprintf("%s · %s (shown before; recall it to reread it)", head, hippocam.RefTag(m.ID))
+		return head + "\n" + rest, fmt.Sprintf("%s · %s (shown before; recall it to reread it)", head, hippocam.RefTag(m.ID)), true
 	}
 	tail := func(next int) string {
 		return fmt.Sprintf("%s%s %s: the rest of this message (%d of %d bytes); recall the handle to read on", ChildMarker, hippocam.RefTag(fmt.Sprintf("%s@%d", m.ID, next)), LeftOutMarker, len(text)-next, len(text))
 	}
 	budget := room - tok.Count(head) - tok.Count(tail(len(text))) - 4
 	if budget < 16 {
-		return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to show any of message %s. Answer with what you have.", max(room, 0), m.ID), ""
+		return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to show any of message %s. Answer with what you have.", max(room, 0), m.ID), "", false
 	}
 	// The longest prefix of rest within budget tokens, by binary search over byte lengths.
 	lo, hi := 0, len(rest)
@@ -276,5 +277,5 @@ func (st *step) page(m *hippocam.Message, offset, room int) (string, string) {
 	}
 	next := offset + lo
 	listing := fmt.Sprintf("%sbytes %d-%d of %s shown before · %s %s: the rest", ChildMarker, offset, next, m.ID, hippocam.RefTag(fmt.Sprintf("%s@%d", m.ID, next)), LeftOutMarker)
-	return head + "\n" + rest[:lo] + "\n" + tail(next), listing
+	return head + "\n" + rest[:lo] + "\n" + tail(next), listing, true
 }

@@ -201,7 +201,7 @@ func (st *step) recallMemory(ctx context.Context, lo, hi int, question, answer s
 	fmt.Fprintf(&b, "The answer it led to: %s\n", quoteBlock(answer))
 	limit := tokens(st.s.Context[lo:hi]) + 256
 	var out PrecipOutput
-	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, hi, b.String(), PrecipToolSpec, func(args string) error {
+	err := st.contractCall(ctx, hippocam.CallPrecip, precipPrompt, st.requestPrefix(hi), lo, hi, nil, b.String(), PrecipToolSpec, func(args string) error {
 		out = PrecipOutput{}
 		if err := decodeArgs(args, &out); err != nil {
 			return err

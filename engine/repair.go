@@ -22,41 +22,60 @@ func (e *errGaveUp) Error() string {
 	return fmt.Sprintf("%s: output broke the contract after every correction: %s", e.role, e.last)
 }
 
-// contractCall asks a component for one structured answer. The request shares the main model's
-// prefix (contract.go): its system message, the context up to end, then one final message with
-// the component's role prompt and the instruction. It offers no tools: the answer must be one
-// JSON object, asked for natively (hippocam.Structured: response_format or a forced call of the
-// contract's tool) unless the configuration says prose (Config.Structured), and then described
-// by the schema in the messages; accept decodes and validates it. An upstream that refuses the
-// native request (hippocam.StructuredRefusal) is asked the same again in prose, in auto mode.
-// When accept fails, the call is repeated with the instruction extended by the validation error
-// and the rejected answer, at most Corrections times; after that, errGaveUp. Errors of the model
-// itself are returned as they are, and a request that would not fit the window is not sent.
-func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, end int, instruction string, tool hippocam.Tool, accept func(args string) error) error {
+// contractCall asks a component for one structured answer. msgs is what the request shows before
+// its final message: for PRECIP and PALIM the main model's own prefix (requestPrefix: its system
+// message, the context up to the end of the span), for JANUS a view of its own (janusView), which
+// has no system message. It offers no tools: the answer must be one JSON object, asked for
+// natively (hippocam.Structured: response_format or a forced call of the contract's tool) unless
+// the configuration says prose (Config.Structured), and then described by the schema in the
+// messages; accept decodes and validates it. An upstream that refuses the native request
+// (hippocam.StructuredRefusal) is asked the same again in prose, in auto mode. When accept fails,
+// the call is repeated with the instruction extended by the validation error and the rejected
+// answer, at most Corrections times; after that, errGaveUp. Errors of the model itself are
+// returned as they are, and a request that would not fit the window is not sent. lo is where the
+// span a PALIM or PRECIP call consolidates begins in the context (it ends at end), stack the
+// intents JANUS judges or PRECIP closes the innermost of: with them every attempt's context
+// carries its case (hippocam.CallNote), and the problems found with its answer, for an observer
+// of the calls.
+func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, msgs []hippocam.Message, lo, end int, stack hippocam.IntentStack, instruction string, tool hippocam.Tool, accept func(args string) error) error {
 	mode := st.e.cfg.Structured
 	native := mode.Native()
-	prefix := st.requestPrefix(end)
+	prefix := msgs
+	var tools []hippocam.Tool
+	if st.e.cfg.SharedPrompts && len(prefix) > 0 && prefix[0].Role == hippocam.RoleSystem && mode != hippocam.StructuredNative {
+		// From SharedPromptsFrom on, a PRECIP or PALIM request is the main request's prefix
+		// (tools, the shared system message, the context) plus one message, so the provider's
+		// cache serves it from the main call it follows. A native request would put its schema
+		// (OpenAI) or a tool of its own (Anthropic) in front and pay for the whole context
+		// again (+55-63% cost measured on bench context at W = 32,000): here auto asks in
+		// prose, with the agent's tools kept in front and tool_choice "none".
+		native, tools = false, st.agentTools(true)
+	}
 	text := instruction
 	var problem string
 	for attempt := 0; attempt <= st.e.cfg.Corrections; attempt++ {
-		req := contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts)
+		req := contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts, tools)
 		w := st.e.cfg.Window
 		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
 			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 		}
-		resp, err := st.componentCall(ctx, req)
+		note := &hippocam.CallNote{Attempt: attempt + 1, Case: st.callCase(role, lo, end, stack, tool.Name)}
+		resp, err := st.componentCall(hippocam.WithCallNote(ctx, note), req)
 		if err != nil && native && mode.Fallback() && hippocam.IsStructuredRefusal(err) {
 			// The upstream does not take the native form: ask the same in prose, now and for
 			// the rest of this call (the client remembers the refusal for later ones).
+			note.Done()
 			st.e.log.Info("structured output refused, asking with the schema in prose", logTenant, st.s.Tenant, logSession, st.s.ID, "role", role, "error", err)
 			native = false
-			req = contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts)
+			req = contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts, tools)
 			if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
 				return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 			}
-			resp, err = st.componentCall(ctx, req)
+			note = &hippocam.CallNote{Attempt: attempt + 1, Case: st.callCase(role, lo, end, stack, tool.Name)}
+			resp, err = st.componentCall(hippocam.WithCallNote(ctx, note), req)
 		}
 		if err != nil {
+			note.Done()
 			return err
 		}
 		args, found := contractAnswer(resp, tool.Name)
@@ -68,8 +87,11 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 		} else if err := accept(args); err != nil {
 			problem = err.Error()
 		} else {
+			note.Done()
 			return nil
 		}
+		note.Refuse(problem)
+		note.Done()
 		answer := args
 		if !found {
 			answer = resp.Message.Content
@@ -82,34 +104,45 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 	return &errGaveUp{role: role, last: problem}
 }
 
-// contractRequest is a component's request over prefix (the main model's messages up to the end
-// of its material) with instruction text: the prefix, below SharedPromptsFrom the role's own
-// system message right after Hippocam's, and the final user message. It offers no tools. native
+// contractRequest is a component's request over prefix (the messages the caller shows: the main
+// model's up to the end of its material, or a view of the role's own that has no system message)
+// with instruction text. The role's prompt is the first system message of a view of its own
+// (JANUS's: the request's most stable part, so the role's calls share it whatever follows);
+// below SharedPromptsFrom it is a system message of its own right after Hippocam's; from there on
+// it rides in Hippocam's system message. Then the final user message. It offers no tools. native
 // asks for the answer with hippocam.Structured (the contract's tool's name, description and
 // schema, strict); then the schema is not repeated in the role's system message. Otherwise the
-// schema travels in prose: in the shared system message (shared) or in the role's.
-func contractRequest(role hippocam.CallRole, rolePrompt string, tool hippocam.Tool, prefix []hippocam.Message, text string, native, shared bool) *hippocam.Request {
+// schema travels in prose: in the shared system message (shared) or in the role's. tools, when
+// given (the main request's, for a request that shares its prefix), are offered with tool_choice
+// "none" to a prose request, so that its front is the main request's.
+func contractRequest(role hippocam.CallRole, rolePrompt string, tool hippocam.Tool, prefix []hippocam.Message, text string, native, shared bool, tools []hippocam.Tool) *hippocam.Request {
 	msgs := prefix
 	format := "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
-	if !shared {
+	content := strings.TrimSpace(rolePrompt)
+	if native {
+		format = "\n\nAnswer as " + roleName(role) + ": one JSON object, nothing else."
+	} else {
+		content += "\n\nSchema of the answer: " + string(tool.Parameters)
+	}
+	own := hippocam.Message{Role: hippocam.RoleSystem, Content: content}
+	switch {
+	case len(prefix) == 0 || prefix[0].Role != hippocam.RoleSystem:
+		msgs = append([]hippocam.Message{own}, prefix...)
+	case !shared:
 		// Below SharedPromptsFrom the role's prompt travels in a system message of its own,
 		// right after Hippocam's: the role's requests then share their prefix with each other
 		// (a provider caches a JANUS call by the previous one), and the main model's window is
 		// not spent on prompts it never uses.
-		content := strings.TrimSpace(rolePrompt)
-		if native {
-			format = "\n\nAnswer as " + roleName(role) + ": one JSON object, nothing else."
-		} else {
-			content += "\n\nSchema of the answer: " + string(tool.Parameters)
-		}
 		msgs = make([]hippocam.Message, 0, len(prefix)+2)
-		msgs = append(msgs, prefix[0], hippocam.Message{Role: hippocam.RoleSystem, Content: content})
+		msgs = append(msgs, prefix[0], own)
 		msgs = append(msgs, prefix[1:]...)
 	}
 	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
 	req := &hippocam.Request{Role: role, Messages: append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format})}
 	if native {
 		req.Structured = &hippocam.Structured{Name: tool.Name, Description: tool.Description, Schema: tool.Parameters, Strict: true}
+	} else if len(tools) > 0 {
+		req.Tools, req.ToolChoice = tools, "none"
 	}
 	return req
 }
@@ -124,6 +157,24 @@ func contractAnswer(resp *hippocam.Response, tool string) (string, bool) {
 		}
 	}
 	return hippocam.JSONObject(resp.Message.Content)
+}
+
+// callCase returns the case of a component call for its note: the visible messages of the
+// context up to end, the span's start among them.
+func (st *step) callCase(role hippocam.CallRole, lo, end int, stack hippocam.IntentStack, tool string) func() *hippocam.CallCase {
+	return func() *hippocam.CallCase {
+		c := &hippocam.CallCase{Role: role, Stack: stack, Tool: tool, Lo: -1}
+		for i, m := range st.s.Context[:end] {
+			if m.Kind.Hidden() {
+				continue
+			}
+			if i >= lo && c.Lo < 0 && role != hippocam.CallJanus {
+				c.Lo = len(c.Messages)
+			}
+			c.Messages = append(c.Messages, m)
+		}
+		return c
+	}
 }
 
 // componentRetries bounds the extra attempts at a component call whose answer arrived but could

@@ -38,9 +38,13 @@ func firstReader(msgs []hippocam.Message, key string) string {
 	return current
 }
 
-// factOf reads "KEY := VALUE" from a line, after a list marker and an evaluation tag.
+// factOf reads "KEY := VALUE" from a line, after a list marker, a knowledge id and an
+// evaluation tag.
 func factOf(line, key string) (string, bool) {
 	t := strings.TrimLeft(strings.TrimSpace(line), "-*• ")
+	if _, rest, ok := engine.CutKnowledgeID(t); ok {
+		t = rest
+	}
 	if strings.HasPrefix(t, "[") {
 		if i := strings.Index(t, "]"); i >= 0 {
 			t = strings.TrimSpace(t[i+1:])

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,34 @@ func TestSearchBadQuery(t *testing.T) {
 	}
 	if len(res.Answer.Trace) != 2 || !strings.HasPrefix(res.Answer.Trace[1].Content, "Search error: ") {
 		t.Fatalf("trace %+v, want the search call and an error for the model", res.Answer.Trace)
+	}
+}
+
+// A long history arriving at once is folded before the step commits it, so the store cannot
+// see it yet: search still finds a detail of it that no memory names any more.
+func TestSearchFindsImportedHistory(t *testing.T) {
+	var history []hippocam.Message
+	history = append(history, hippocam.Message{Role: hippocam.RoleUser, Content: "Note: the shop owner is shop_owner := Dana, said in passing. " + filler("shop", 20)})
+	for i := 0; i < 40; i++ {
+		history = append(history,
+			hippocam.Message{Role: hippocam.RoleUser, Content: fmt.Sprintf("Note %d. %s", i, filler(fmt.Sprintf("topic%d", i), 12))},
+			hippocam.Message{Role: hippocam.RoleAssistant, Content: "ok"})
+	}
+	ask := []hippocam.Message{{Role: hippocam.RoleUser, Content: "!ask shop_owner"}}
+	st := inmem.New()
+	e := mustEngine(t, engine.ForWindow(4000), mustSim(t))
+	res, err := e.Advance(context.Background(), st, "", "fresh", engine.Input{History: history, Messages: ask})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PrefixConsolidations == 0 {
+		t.Fatal("the import folded nothing: the test needs a longer history")
+	}
+	tr := res.Answer.Trace
+	if res.SearchCalls == 0 || len(tr) < 2 {
+		t.Fatalf("%d searches, a trace of %d messages: want a search", res.SearchCalls, len(tr))
+	}
+	if got := tr[1].Content; !strings.Contains(got, "shop_owner := Dana") || !strings.Contains(got, engine.SearchInMarker+"[ref:") {
+		t.Fatalf("search result %q: want the imported message, filed beneath a memory", got)
 	}
 }

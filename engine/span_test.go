@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,8 +19,9 @@ func spanMsg(role hippocam.Role, content string) hippocam.Message {
 	return hippocam.Message{Role: role, Kind: hippocam.KindRaw, Content: content}
 }
 
-// SpanLine names a span by quoting its first and last messages, never by a count, except for an
-// ordinal among word-for-word repeats of the first message inside the span.
+// SpanLine names a span by quoting its first and last messages, and says how many it holds. A
+// first message that repeats another is named by a neighbour that reads like no other message;
+// only when none serves does it count among word-for-word repeats.
 func TestSpanLine(t *testing.T) {
 	long := strings.Repeat("word ", 40) // 200 characters
 	call := hippocam.Message{Role: hippocam.RoleAssistant, ToolCalls: []hippocam.ToolCall{{ID: "1", Name: "read_file"}, {ID: "2", Name: "grep"}}}
@@ -41,6 +43,10 @@ func TestSpanLine(t *testing.T) {
 			`Span start: the latest user message above that reads "ok"`, ""},
 		{"RepeatInside", []hippocam.Message{spanMsg("user", "ok"), spanMsg("user", "b"), spanMsg("user", "ok"), spanMsg("user", "ok")}, 0,
 			`Span start: the 3rd latest user message above that reads "ok"`, ""},
+		{"RepeatedAnswerNamedByNeighbour", []hippocam.Message{spanMsg("user", "log 1"), spanMsg("assistant", "Noted."), spanMsg("user", "log 2"), spanMsg("assistant", "Noted."), spanMsg("user", "log 3"), spanMsg("assistant", "Noted.")}, 3,
+			`Span start: the assistant message right after the latest user message above that reads "log 2"`, ""},
+		{"RepeatedFirstNamedByNext", []hippocam.Message{spanMsg("assistant", "Noted."), spanMsg("user", "log 1"), spanMsg("assistant", "Noted.")}, 0,
+			`Span start: the assistant message right before the latest user message above that reads "log 1"`, ""},
 		{"ToolCalls", []hippocam.Message{spanMsg("user", "a"), call}, 1,
 			`Span start: the latest assistant message above that only calls tools: read_file, grep`, ""},
 		{"ToolCallsRepeated", []hippocam.Message{spanMsg("user", "a"), readCall(`{"path":"a"}`), spanMsg("tool", "x"), readCall(`{ "path": "b", "at": 1 }`), spanMsg("tool", "y")}, 3,
@@ -51,6 +57,9 @@ func TestSpanLine(t *testing.T) {
 			lines := strings.Split(engine.SpanLine(tc.ctx, tc.lo, len(tc.ctx)), "\n")
 			if len(lines) != 3 || !strings.HasPrefix(lines[0], "Span: ") {
 				t.Fatalf("span lines %q", lines)
+			}
+			if n := len(tc.ctx) - tc.lo; !strings.HasPrefix(lines[0], fmt.Sprintf("%s%d %s", engine.SpanCountPrefix, n, map[bool]string{true: "message above", false: "messages above"}[n == 1])) {
+				t.Errorf("lead line %q does not count the %d messages", lines[0], n)
 			}
 			if lines[1] != tc.start {
 				t.Errorf("start line\n%s\nwant\n%s", lines[1], tc.start)
@@ -75,7 +84,7 @@ func TestPromptsHoldNoInstructionLines(t *testing.T) {
 		}
 		for _, l := range strings.Split(string(b), "\n") {
 			l = strings.TrimSpace(l)
-			for _, marker := range []string{engine.SpanStartPrefix, engine.SpanEndPrefix, engine.ClosingPrefix, engine.ChainPrefix, engine.ConciseMarker} {
+			for _, marker := range []string{engine.SpanStartPrefix, engine.SpanEndPrefix, engine.ClosingPrefix, engine.ChainPrefix, engine.ConciseMarker, engine.SpanCountPrefix, engine.SizeMarker, engine.FitMarker} {
 				if strings.HasPrefix(l, marker) {
 					t.Errorf("%s: line %q starts with %q", f, l, marker)
 				}

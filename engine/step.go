@@ -46,6 +46,9 @@ type step struct {
 	// part passed to Input.OnText); partStarted is set once the current response added to it.
 	answerText  strings.Builder
 	partStarted bool
+	// storedSeq is the session's id sequence when the step began: messages with a higher
+	// sequence entered in this step and are not in the store yet, so search reads them here.
+	storedSeq int64
 	// preview appends without folding (Preview): nothing is consolidated and no model called,
 	// and a history with nothing new to answer is accepted.
 	preview bool
@@ -61,6 +64,7 @@ type step struct {
 // carrying their usage (UsageOf), which the caller should record: it was paid for. Failures of JANUS, PRECIP and PALIM are not errors: they leave the stack or
 // the span as it was and the step continues.
 func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Archive, in Input) (_ *Result, err error) {
+	ctx = hippocam.WithCallSession(ctx, s.Tenant, s.ID) // the model calls below are the session's (an observer files them under it)
 	began := time.Now()
 	st := e.newStep(s, arch, in)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
@@ -113,6 +117,7 @@ func (e *Engine) newStep(s *hippocam.Session, arch hippocam.Archive, in Input) *
 	st := &step{e: e, s: s.Clone(), arch: arch, in: in, nodes: map[string][]hippocam.Message{}, recallIDs: map[string]bool{}, listings: map[string]string{}, failedFolds: map[string]bool{}}
 	st.res.Usage = hippocam.Usage{}
 	st.res.Change.From = s.Version
+	st.storedSeq = s.Seq
 	return st
 }
 

@@ -106,7 +106,11 @@ func TestRoleRequestsOfferNoTools(t *testing.T) {
 				if len(req.Tools) != 0 || req.ToolChoice != "" {
 					t.Fatalf("%s request offers %d tools, tool_choice %q", req.Role, len(req.Tools), req.ToolChoice)
 				}
+				// The role's system message: the first of JANUS's own view, else the second.
 				roleSystem := req.Messages[1].Content
+				if req.Role == hippocam.CallJanus {
+					roleSystem = req.Messages[0].Content
+				}
 				if mode == hippocam.StructuredProse {
 					if req.Structured != nil || !strings.Contains(roleSystem, "Schema of the answer: ") {
 						t.Fatalf("%s request in prose mode: structured %v, role message %q", req.Role, req.Structured, clip(roleSystem))
@@ -155,7 +159,9 @@ func TestStructuredRefusalFallsBackToProse(t *testing.T) {
 		if next == nil {
 			t.Fatal("the refused request was not sent again")
 		}
-		if next.Structured != nil || !strings.Contains(next.Messages[1].Content, "Schema of the answer: ") ||
+		// The role's system message is the first (JANUS's own view) or the second (after Hippocam's).
+		roleSystem := next.Messages[0].Content + next.Messages[1].Content
+		if next.Structured != nil || !strings.Contains(roleSystem, "Schema of the answer: ") ||
 			instruction(next) != instruction(req) {
 			t.Fatalf("after a refused %s request came a %s request (structured %v), not the same in prose", req.Role, next.Role, next.Structured)
 		}
@@ -215,5 +221,48 @@ func TestContractSchemasHaveStrictForms(t *testing.T) {
 		if v["additionalProperties"] != false || len(v["required"].([]any)) != len(v["properties"].(map[string]any)) {
 			t.Errorf("%s: strict root %s", role, strict)
 		}
+	}
+}
+
+// From SharedPromptsFrom on, a PRECIP request is the main request's prefix plus one message: in
+// auto mode it is asked in prose with the main request's tools in front (tool_choice "none"), so
+// a provider's cache serves it from the main call; JANUS, on a view of its own, is asked
+// natively. Native mode asks every role natively.
+func TestSharedPrefixRolesStayInProse(t *testing.T) {
+	for _, mode := range []hippocam.StructuredMode{hippocam.StructuredAuto, hippocam.StructuredNative} {
+		t.Run(string(mode), func(t *testing.T) {
+			rec := &recorder{inner: mustSim(t)}
+			cfg := engine.ForWindow(engine.SharedPromptsFrom)
+			cfg.Structured = mode
+			s := roleSession(t, cfg, rec)
+			if s.Consolidations.Intent == 0 {
+				t.Fatalf("consolidations %+v: the session must reach PRECIP", s.Consolidations)
+			}
+			var mainTools []hippocam.Tool
+			seen := map[hippocam.CallRole]int{}
+			for _, req := range rec.reqs {
+				switch req.Role {
+				case hippocam.CallAgent:
+					mainTools = req.Tools
+				case hippocam.CallPrecip:
+					seen[req.Role]++
+					shared := mode == hippocam.StructuredAuto
+					if shared && (req.Structured != nil || req.ToolChoice != "none" || len(req.Tools) != len(mainTools) || len(mainTools) < 3) {
+						t.Fatalf("auto: PRECIP request structured %v, %d tools (main %d), tool_choice %q; want prose behind the main request's tools", req.Structured, len(req.Tools), len(mainTools), req.ToolChoice)
+					}
+					if !shared && (req.Structured == nil || len(req.Tools) != 0) {
+						t.Fatalf("native: PRECIP request structured %v, %d tools", req.Structured, len(req.Tools))
+					}
+				case hippocam.CallJanus:
+					seen[req.Role]++
+					if req.Structured == nil || len(req.Tools) != 0 {
+						t.Fatalf("JANUS request structured %v, %d tools; want native, no tools", req.Structured, len(req.Tools))
+					}
+				}
+			}
+			if seen[hippocam.CallPrecip] == 0 || seen[hippocam.CallJanus] == 0 {
+				t.Fatalf("requests per role %v", seen)
+			}
+		})
 	}
 }

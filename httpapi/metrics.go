@@ -183,3 +183,13 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		return float64(n)
 	}))
 }
+
+// WatchRecording exports the counts of the recorder of the upstream exchanges (serve --record):
+// the lines written, and those lost (a write that failed, a full queue).
+func (m *Metrics) WatchRecording(written, lost func() int64) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hippocam_record_lines_total",
+			Help: "Exchanges with the upstream written to the recording (serve --record)."}, func() float64 { return float64(written()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hippocam_record_lost_total",
+			Help: "Exchanges with the upstream the recording lost: a write that failed, or a full queue."}, func() float64 { return float64(lost()) }))
+}

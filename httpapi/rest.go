@@ -89,6 +89,9 @@ type sessionJSON struct {
 	// Hippocam's system prompt, tools, recall tools, memory, messages), with the input the
 	// provider reported for it: what the context meter shows. Absent before the first answer.
 	Request *hippocam.RequestSize `json:"request,omitempty"`
+	// Recording is where the session's recorded exchanges with the upstream are, when the
+	// server records them (serve --record) and the session has some.
+	Recording *recordingJSON `json:"recording,omitempty"`
 }
 
 // sessionInfoJSON is one session of GET /api/sessions: its summary, its title and kind, and its
@@ -153,6 +156,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 		out.Usage[role] = usageOf(u)
 	}
 	out.Request = sess.Transcript.Request
+	out.Recording = s.recordingOf(tenant, sess.ID)
 	if c := sess.Transcript.Client; c != nil {
 		out.Title, out.Kind, out.Client = c.Title, c.Kind, c
 	}

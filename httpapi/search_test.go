@@ -44,7 +44,7 @@ func TestChatSearchStaysInside(t *testing.T) {
 			if answer.Role != hippocam.RoleAssistant || len(answer.Trace) != 2 || answer.Trace[0].ToolCalls[0].Name != engine.SearchTool {
 				t.Fatalf("stored answer %q with a trace of %d messages, want the search exchange", answer.Content, len(answer.Trace))
 			}
-			if got := answer.Trace[1].Content; !strings.Contains(got, "1 matching message,") || !strings.Contains(got, engine.SearchInMarker+"[ref:") {
+			if got := answer.Trace[1].Content; !strings.Contains(got, "1 matching message") || !strings.Contains(got, engine.SearchInMarker+"[ref:") {
 				t.Errorf("search result %q: want one hit in an archived layer", got)
 			}
 			// The next request resends the history the client holds: the search is no part of it.

@@ -61,6 +61,9 @@ type Config struct {
 	Logger              *slog.Logger
 	// Metrics receives the server's measurements (optional).
 	Metrics *Metrics
+	// Recordings finds the sessions' recorded exchanges with the upstream (optional: without
+	// it GET /api/sessions/{id}/recording is a 404).
+	Recordings Recordings
 }
 
 // Defaults for the zero fields of Config.
@@ -152,6 +155,7 @@ func (s *Server) routes() {
 	s.handle("POST /api/tasks/{key}/learn", "learn", s.learnTask)
 	s.handle("GET /api/sessions/{id}/nodes/{ref}", "node", s.getNode)
 	s.handle("GET /api/sessions/{id}/expand", "expand", s.expand)
+	s.handle("GET /api/sessions/{id}/recording", "recording", s.getRecording) // recording.go
 	s.handle("GET /api/clusters", "clusters", s.listClusters)
 	s.handle("GET /api/clusters/{id}", "cluster", s.getCluster)
 	s.handle("DELETE /api/clusters/{id}", "cluster_delete", s.deleteCluster)

@@ -62,13 +62,17 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 	text := instruction
 	var problem string
 	for attempt := 0; attempt <= corrections; attempt++ {
-		resp, err := env.Model.Complete(ctx, callRequest(env, role, prompt, text, schema, native))
+		note := &hippocam.CallNote{Attempt: attempt + 1} // for an observer of the calls
+		resp, err := env.Model.Complete(hippocam.WithCallNote(ctx, note), callRequest(env, role, prompt, text, schema, native))
 		if err != nil && native && env.Structured.Fallback() && hippocam.IsStructuredRefusal(err) {
+			note.Done()
 			env.log().Info("structured output refused, asking with the schema in prose", "role", role, "error", err)
 			native = false
-			resp, err = env.Model.Complete(ctx, callRequest(env, role, prompt, text, schema, native))
+			note = &hippocam.CallNote{Attempt: attempt + 1}
+			resp, err = env.Model.Complete(hippocam.WithCallNote(ctx, note), callRequest(env, role, prompt, text, schema, native))
 		}
 		if err != nil {
+			note.Done()
 			return fmt.Errorf("%s: %w", role, err)
 		}
 		args, found := answerObject(resp, string(role))
@@ -82,9 +86,12 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 			if err := accept(args); err != nil {
 				problem = err.Error()
 			} else {
+				note.Done()
 				return nil
 			}
 		}
+		note.Refuse(problem)
+		note.Done()
 		env.log().Warn("learning component output rejected", "role", role, "attempt", attempt+1, "problem", problem)
 		answer := resp.Message.Content
 		if found {

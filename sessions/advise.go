@@ -24,6 +24,7 @@ const MaxAdviceBytes = 64 << 10
 // way, gives Decision "stateless" with the kind of failure. With learning off it returns nil.
 // EINVALID for an empty text, one longer than MaxAdviceBytes or one that is not UTF-8.
 func (s *Service) Advise(ctx context.Context, tenant, text string) (*hippocam.TaskLearning, error) {
+	ctx = hippocam.WithCallSession(ctx, tenant, "") // the router's calls are the tenant's, of no one session
 	switch {
 	case strings.TrimSpace(text) == "":
 		return nil, hippocam.Errorf(hippocam.EINVALID, "task: the text of the task is empty")

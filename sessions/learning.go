@@ -83,6 +83,7 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	if !s.learning() || h.LearnOff || len(s.cfg.Systems) == 0 {
 		return nil
 	}
+	ctx = hippocam.WithCallSession(ctx, sess.Tenant, sess.ID) // the router's calls are the session's
 	key := h.TaskKey
 	if key == "" {
 		key = sess.ID
@@ -298,6 +299,7 @@ func (s *Service) endedSession(sess *hippocam.Session, o Outcome) (*hippocam.Ses
 // learnFrom updates the cluster an ended session was routed to with its trajectory. Applying
 // the same trajectory twice changes nothing (learn.Apply skips applied ids).
 func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
+	ctx = hippocam.WithCallSession(ctx, tenant, id) // the learning calls are the session's
 	sess, err := s.cfg.Store.Session(ctx, tenant, id)
 	if err != nil {
 		return err
@@ -363,6 +365,7 @@ type Flusher interface {
 // LearnTask makes every cluster of the tenant that holds attempts of key waiting for the rest
 // learn from them now (POST /api/tasks/{key}/learn). It returns how many clusters learned.
 func (s *Service) LearnTask(ctx context.Context, tenant, key string) (int, error) {
+	ctx = hippocam.WithCallSession(ctx, tenant, "") // the learning calls are the tenant's, of no one session
 	if strings.TrimSpace(key) == "" {
 		return 0, hippocam.Errorf(hippocam.EINVALID, "the task key is empty")
 	}

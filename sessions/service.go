@@ -21,8 +21,9 @@
 //   - A history that names no session continues the session whose transcript it extends, found
 //     by content (Store.FindSessions); otherwise it is a new conversation, in a new session of
 //     its own, even when it shares its opening with another.
-//   - A new session, or a fork, imports the whole history, consolidating as it goes, so that
-//     any history fits the window.
+//   - A new session imports the whole history, consolidating as it goes, so that any history
+//     fits the window. A fork takes over its parent's context cut where their histories part,
+//     memories and the trees beneath them included (inherit.go), and imports only the rest.
 //
 // Requests that continue the same session are serialized; a session or fork is stored only with
 // its first committed step, so a failed request leaves nothing behind.
@@ -32,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -410,6 +412,17 @@ type plan struct {
 	fresh bool // not stored yet: created with the step's commit
 	// task is a task start's routing and advisory (learning.go), nil otherwise.
 	task *hippocam.TaskLearning
+	// inherit is what a new fork takes over from its parent (inherit.go), nil when it imports
+	// the whole history.
+	inherit *inheritance
+}
+
+// holds is how many of the history's messages the plan's session holds before the step.
+func (p *plan) holds() int {
+	if p.inherit != nil {
+		return p.inherit.held
+	}
+	return p.sess.Transcript.Count
 }
 
 // resolve finds the session the history continues, or decides the new one it starts. A new
@@ -423,19 +436,14 @@ func (s *Service) resolve(ctx context.Context, h *history) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if base == nil || base.Transcript.Count == 0 {
-		if err := s.refuseDeleted(ctx, h); err != nil {
-			return nil, err
+	started := base != nil && base.Transcript.Count > 0
+	if started {
+		if p := s.match(h, base); p != nil {
+			return p, nil
 		}
-		if base != nil {
-			return &plan{sess: base, event: EventCreated}, nil // created but never advanced
-		}
-		return &plan{sess: engine.NewSession(h.Tenant, h.Name, h.Received.UTC()), event: EventCreated, fresh: true}, nil
 	}
-	if p := s.match(h, base); p != nil {
-		return p, nil
-	}
-	// Not the session itself: one of its forks, found by content.
+	// Not the session itself: one of its forks, found by content (also when the session itself
+	// was deleted: a fork holds all it needs).
 	for _, hash := range []string{h.hashes[h.seen], h.hashes[len(h.conv.Messages)]} {
 		ids, err := s.cfg.Store.FindSessions(ctx, h.Tenant, hash)
 		if err != nil {
@@ -456,6 +464,12 @@ func (s *Service) resolve(ctx context.Context, h *history) (*plan, error) {
 	}
 	if err := s.refuseDeleted(ctx, h); err != nil {
 		return nil, err
+	}
+	if !started {
+		if base != nil {
+			return &plan{sess: base, event: EventCreated}, nil // created but never advanced
+		}
+		return &plan{sess: engine.NewSession(h.Tenant, h.Name, h.Received.UTC()), event: EventCreated, fresh: true}, nil
 	}
 	return s.fork(ctx, h, base)
 }
@@ -535,26 +549,69 @@ func (s *Service) fork(ctx context.Context, h *history, base *hippocam.Session) 
 		s.log.Warn("fork bound reached", logTenant, h.Tenant, logSession, h.Name, "max_forks", s.cfg.MaxForks)
 		return nil, hippocam.Errorf(hippocam.EINVALID, "session %q has reached its bound of %d forks (--max-forks); name a new session (Hippocam-Session header)", h.Name, s.cfg.MaxForks)
 	}
-	at, err := s.common(ctx, base, h)
+	// The fork's parent is the session of the name that shares the most with the history: the
+	// name's first session, or the one of its forks updated last (where a client that rewinds
+	// inside a fork was).
+	t, err := readTree(ctx, hippocam.SessionArchive(s.cfg.Store, base.Tenant, base.ID), base.Context)
 	if err != nil {
 		return nil, err
 	}
-	id := forkName(h.Name, next)
-	if !h.preview {
-		s.log.Info("history diverged from the session; continuing in a fork", logTenant, h.Tenant, logSession, h.Name, logFork, id, "common", at)
+	at := common(t.transcript(base.Context), h)
+	for _, info := range list {
+		if info.ID == base.ID || baseName(info.ID) != h.Name {
+			continue
+		}
+		if f, err := s.load(ctx, h.Tenant, info.ID); err == nil && f != nil && f.Transcript.Count > at {
+			ft, err := readTree(ctx, hippocam.SessionArchive(s.cfg.Store, f.Tenant, f.ID), f.Context)
+			if err != nil {
+				return nil, err
+			}
+			if n := common(ft.transcript(f.Context), h); n > at {
+				base, t, at = f, ft, n
+			}
+		}
+		break // the most recently updated fork only (the list is in that order)
 	}
+	id := forkName(h.Name, next)
 	sess := engine.NewSession(h.Tenant, id, h.Received.UTC())
 	sess.Transcript.Fork = &hippocam.Fork{From: base.ID, At: at}
-	return &plan{sess: sess, event: EventForked, fresh: true}, nil
+	p := &plan{sess: sess, event: EventForked, fresh: true}
+	if in := t.cut(base.Context, at); in != nil {
+		inherit(sess, base, in)
+		p.inherit = in
+	}
+	if !h.preview {
+		held := 0
+		if p.inherit != nil {
+			held = p.inherit.held
+		}
+		s.log.Info("history diverged from the session; continuing in a fork", logTenant, h.Tenant, logSession, h.Name, logFork, id, "common", at, "inherited", held)
+	}
+	return p, nil
 }
 
-// common counts the transcript messages base and the history have in common, reading base's
-// transcript from its tree (framing versions and regenerated answers left out).
-func (s *Service) common(ctx context.Context, base *hippocam.Session, h *history) (int, error) {
-	msgs, err := Transcript(ctx, hippocam.SessionArchive(s.cfg.Store, base.Tenant, base.ID), base.Context)
-	if err != nil {
-		return 0, err
+// inherit starts the fork sess from what it takes over from base: the cut context and the tree
+// beneath it (by the parent's ids and refs, so the ids the fork allocates start after base's),
+// the intents open at the cut, the framing in effect there, and the recent rounds.
+func inherit(sess, base *hippocam.Session, in *inheritance) {
+	sess.Context = in.context
+	sess.Seq = base.Seq
+	sess.Stack = in.stack(base.Stack)
+	sess.Rounds = append([]int(nil), base.Rounds...)
+	if f := in.framing(); f != nil {
+		sess.Transcript.Framing, sess.Transcript.FramingHash = f, hippocam.FramingHash(f)
 	}
+	// JANUS reviews what came after the last message it covered: in the parent up to the cut
+	// at most, so the fork's first review starts at the cut (or earlier, where the parent's did).
+	if _, ok := in.msgs[base.Transcript.JanusCovered]; ok {
+		sess.Transcript.JanusCovered = base.Transcript.JanusCovered
+	} else {
+		sess.Transcript.JanusCovered = in.context[len(in.context)-1].ID
+	}
+}
+
+// common counts the transcript messages of the parent (msgs) the history opens with.
+func common(msgs []hippocam.Message, h *history) int {
 	hash, n := "", 0
 	for n < len(msgs) && n < len(h.conv.Messages) {
 		hash = hippocam.TranscriptHash(hash, &msgs[n])
@@ -563,7 +620,7 @@ func (s *Service) common(ctx context.Context, base *hippocam.Session, h *history
 		}
 		n++
 	}
-	return n, nil
+	return n
 }
 
 // Transcript returns the conversation as the agent saw it, from a session's context: every raw
@@ -614,7 +671,11 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	sess, conv := p.sess, h.conv
 	in := s.stepInput(h, p)
 	n := len(conv.Messages)
-	res, err := s.cfg.Engine.Step(ctx, sess, hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.ID), in)
+	var arch hippocam.Archive = hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.ID)
+	if p.inherit != nil {
+		arch = forkArchive{own: arch, parent: hippocam.SessionArchive(s.cfg.Store, h.Tenant, sess.Transcript.Fork.From), in: p.inherit}
+	}
+	res, err := s.cfg.Engine.Step(ctx, sess, arch, in)
 	if err != nil {
 		s.recordFailedUsage(ctx, sess, p.fresh, engine.UsageOf(err))
 		return nil, err
@@ -631,10 +692,15 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 	}
 	next.UpdatedAt = time.Now().UTC()
 	if p.fresh {
-		if err := s.cfg.Store.CreateSession(ctx, sess); err != nil {
+		shell := *sess
+		shell.Context = nil // a fork's inherited context enters with the commit, below
+		if err := s.cfg.Store.CreateSession(ctx, &shell); err != nil {
 			return nil, err
 		}
-		next.UID = sess.UID // the creation identity the store gave it
+		next.UID = shell.UID // the creation identity the store gave it
+	}
+	if p.inherit != nil {
+		res.Change.Ops = append(slices.Clip(p.inherit.ops), res.Change.Ops...)
 	}
 	if err := s.cfg.Store.Commit(ctx, next, res.Change); err != nil {
 		s.cache.drop(h.Tenant, sess.ID) // stale (another replica) or gone: read the store next time
@@ -665,7 +731,7 @@ func (s *Service) stepInput(h *history, p *plan) engine.Input {
 	if p.event == EventRegenerated || p.event == EventRetried {
 		in.Regenerate = sess.Transcript.Answer
 	} else {
-		unseen := conv.Messages[sess.Transcript.Count:]
+		unseen := conv.Messages[p.holds():]
 		last := -1
 		for i, m := range unseen {
 			if m.Role == hippocam.RoleAssistant {

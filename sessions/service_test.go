@@ -62,7 +62,15 @@ func TestServiceInterleavings(t *testing.T) {
 		ctx := context.Background()
 		c := &client{framing: []hippocam.Message{{Role: hippocam.RoleSystem, Content: "You help."}}}
 		current := "s"
-		versions, regenerated, forks := 1, 0, 0
+		forks := 0
+		// What each session holds, to know what a fork takes over: its transcript, and where
+		// its framing versions and regenerated answers stand in it.
+		type mark struct {
+			pos     int    // transcript messages before it
+			framing string // a framing version's text; "" for a regenerated answer
+		}
+		held := map[string][]hippocam.Message{}
+		marks := map[string][]mark{}
 		unknown := false // the counts of a fork continued later are not tracked
 		var lastReq *sessions.Request
 		steps := rapid.IntRange(3, 25).Draw(rt, "steps")
@@ -82,7 +90,6 @@ func TestServiceInterleavings(t *testing.T) {
 				req = c.request("s", false)
 			case 2: // the framing changes
 				c.framing = []hippocam.Message{{Role: hippocam.RoleSystem, Content: fmt.Sprintf("You help. It is %d o'clock.", i)}}
-				versions++
 				c.history = append(c.history, hippocam.Message{Role: hippocam.RoleUser, Content: fmt.Sprintf("!say framed %d", i)})
 				req = c.request("s", false)
 			case 3: // a transport retry of the last request
@@ -91,7 +98,6 @@ func TestServiceInterleavings(t *testing.T) {
 			case 4: // a regeneration of the last request
 				c.history = slices.Clone(lastReq.Conversation.Messages)
 				req = c.request("s", false)
-				regenerated++
 			case 5: // the client edits its history: a true divergence
 				cut := rapid.IntRange(0, len(c.history)-1).Draw(rt, "cut")
 				for cut > 0 && c.history[cut].Role == hippocam.RoleTool {
@@ -105,6 +111,41 @@ func TestServiceInterleavings(t *testing.T) {
 			if err != nil {
 				rt.Fatalf("step %d (op %d): %v", i, op, err)
 			}
+			n, framing := len(req.Conversation.Messages), c.framing[0].Content
+			switch {
+			case res.Event == sessions.EventCreated:
+				marks[res.Session.ID] = []mark{{0, framing}}
+			case res.Event == sessions.EventForked:
+				// The fork takes over what its origin held before the shared messages end,
+				// and marks the request's framing when it is not the one in effect there.
+				from := res.Session.Transcript.Fork.From
+				at := common(held[from], req.Conversation.Messages)
+				if at != res.Session.Transcript.Fork.At || at < common(held["s"], req.Conversation.Messages) {
+					rt.Fatalf("step %d: forked from %s at %d; it shares %d messages with it, %d with s", i, from, res.Session.Transcript.Fork.At, at, common(held["s"], req.Conversation.Messages))
+				}
+				var kept []mark
+				effect := ""
+				for _, m := range marks[from] {
+					if at > 0 && m.pos < at {
+						kept = append(kept, m)
+						if m.framing != "" {
+							effect = m.framing
+						}
+					}
+				}
+				if effect != framing {
+					pos := n
+					if at == 0 {
+						pos = 0
+					}
+					kept = append(kept, mark{pos, framing})
+				}
+				marks[res.Session.ID] = kept
+			case op == 2:
+				marks[res.Session.ID] = append(marks[res.Session.ID], mark{n, framing})
+			case op == 4:
+				marks[res.Session.ID] = append(marks[res.Session.ID], mark{n, ""})
+			}
 			if op == 5 {
 				if res.Event != sessions.EventForked && res.Event != sessions.EventContinued {
 					rt.Fatalf("step %d: a divergence answered as %s", i, res.Event)
@@ -114,9 +155,6 @@ func TestServiceInterleavings(t *testing.T) {
 					unknown = true
 				}
 				current = res.Session.ID
-				if res.Event == sessions.EventForked {
-					versions, regenerated = 1, 0 // a fork starts over: one framing version
-				}
 			} else if res.Session.ID != current {
 				rt.Fatalf("step %d (op %d): answered in %q, want %q (event %s)", i, op, res.Session.ID, current, res.Event)
 			}
@@ -142,6 +180,7 @@ func TestServiceInterleavings(t *testing.T) {
 				c.history = append(c.history, hippocam.Message{Role: hippocam.RoleAssistant, Content: res.Answer.Content})
 			}
 			checkSession(rt, st, current, c.history)
+			held[current] = slices.Clone(c.history)
 		}
 		list, _ := st.Sessions(ctx, "t")
 		if len(list) != forks+1 {
@@ -161,6 +200,14 @@ func TestServiceInterleavings(t *testing.T) {
 				answers++
 			}
 		}
+		versions, regenerated := 0, 0
+		for _, m := range marks[current] {
+			if m.framing != "" {
+				versions++
+			} else {
+				regenerated++
+			}
+		}
 		if framings != versions {
 			rt.Fatalf("%d framing versions kept, want %d", framings, versions)
 		}
@@ -174,6 +221,16 @@ func TestServiceInterleavings(t *testing.T) {
 			rt.Fatalf("%d answers kept, want %d and %d regenerated", answers, transcriptAnswers, regenerated)
 		}
 	})
+}
+
+// common counts the messages two histories open with, compared as the transcript compares
+// them (tool-call arguments as JSON values, which reserialize keeps).
+func common(a, b []hippocam.Message) int {
+	n := 0
+	for n < len(a) && n < len(b) && hippocam.TranscriptHash("", &a[n]) == hippocam.TranscriptHash("", &b[n]) {
+		n++
+	}
+	return n
 }
 
 // reserialize writes tool-call arguments the way some clients do: re-indented.

@@ -82,7 +82,7 @@ func (m *Model) agent(r *request, seed int64) (answer, error) {
 			case engine.RecallTool:
 				return callAnswer(engine.RecallTool, engine.RecallArgs{Ref: next.arg})
 			case engine.SearchTool:
-				return callAnswer(engine.SearchTool, engine.SearchArgs{Query: next.arg})
+				return callAnswer(engine.SearchTool, engine.SearchArgs{Query: next.arg, After: next.after})
 			}
 			text = append(text, reply)
 		}
@@ -211,8 +211,8 @@ func (x *exchange) noteSearches(i int) {
 }
 
 // next is the call an !ask or !use needs before it can be answered: recall of a ref or search
-// for a key (arg), or none (tool "").
-type next struct{ tool, arg string }
+// for a key (arg), from after a hit when the search reads on (after), or none (tool "").
+type next struct{ tool, arg, after string }
 
 // made reports whether a call of tool with args was already made since the last answer.
 func (x *exchange) made(tool, args string) bool {
@@ -242,7 +242,8 @@ func (x *exchange) made(tool, args string) bool {
 //     the latest result first and, within it, the last handle first.
 //  3. Otherwise, if search is offered too: when nothing visible names KEY, a search for KEY,
 //     once per question; after it, one by one and latest hit first, each layer its hits name
-//     that has not been opened yet.
+//     that has not been opened yet. When every layer of the latest page is open and that page
+//     says more hits follow, the same search again, after the id it gives: the next page.
 //  4. Otherwise KEY is unknown.
 func (x *exchange) ask(key string, use bool) (string, next) {
 	if value, ok := x.look(key); ok {
@@ -254,19 +255,22 @@ func (x *exchange) ask(key string, use bool) (string, next) {
 	r := x.r
 	if r.offers(engine.RecallTool) {
 		if ref := x.naming(key); ref != "" {
-			return "", next{engine.RecallTool, ref}
+			return "", next{tool: engine.RecallTool, arg: ref}
 		}
 		if ref := x.handle(); ref != "" {
-			return "", next{engine.RecallTool, ref}
+			return "", next{tool: engine.RecallTool, arg: ref}
 		}
 		if r.offers(engine.SearchTool) {
 			at, done := x.searched[key]
 			switch {
 			case !done && !x.named(key):
-				return "", next{engine.SearchTool, key}
+				return "", next{tool: engine.SearchTool, arg: key}
 			case done && at >= 0:
 				if ref := x.hitRef(at); ref != "" {
-					return "", next{engine.RecallTool, ref}
+					return "", next{tool: engine.RecallTool, arg: ref}
+				}
+				if after := x.searchMore(at); after != "" {
+					return "", next{tool: engine.SearchTool, arg: key, after: after}
 				}
 			}
 		}
@@ -323,6 +327,22 @@ func (x *exchange) hitRef(i int) string {
 		end := strings.IndexByte(rest, ']')
 		if ref := rest[len("[ref:"):max(end, len("[ref:"))]; end > 0 && ref != "" && !x.opened[ref] {
 			return ref
+		}
+	}
+	return ""
+}
+
+// searchMore returns the id to read on after, when the search result at index i says that more
+// hits follow (its line beginning with engine.SearchMore gives it in quotes after
+// engine.SearchAfterMarker); "" when every hit was shown.
+func (x *exchange) searchMore(i int) string {
+	for _, l := range x.r.lines(i) {
+		if !strings.HasPrefix(l.raw, engine.SearchMore) {
+			continue
+		}
+		_, rest, ok := strings.Cut(l.raw, engine.SearchAfterMarker)
+		if id, _, closed := strings.Cut(rest, `"`); ok && closed && id != "" {
+			return id
 		}
 	}
 	return ""

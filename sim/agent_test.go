@@ -106,6 +106,7 @@ type askCase struct {
 	answer string // the expected content, if the model answers
 	recall string // the expected ref, if the model recalls
 	query  string // the expected query, if the model searches
+	after  string // the expected "after" of that search
 }
 
 func runAsk(t *testing.T, tests []askCase) {
@@ -123,8 +124,8 @@ func runAsk(t *testing.T, tests []askCase) {
 			if tt.query != "" {
 				var args engine.SearchArgs
 				decodeCall(t, resp, engine.SearchTool, &args)
-				if args.Query != tt.query {
-					t.Fatalf("searched for %q, want %q", args.Query, tt.query)
+				if args.Query != tt.query || args.After != tt.after {
+					t.Fatalf("searched for %q after %q, want %q after %q", args.Query, args.After, tt.query, tt.after)
 				}
 				return
 			}
@@ -252,8 +253,45 @@ func TestAgentAsk(t *testing.T) {
 
 // searching is an assistant message calling search for query, with call id id.
 func searching(id, query string) wire.ChatMessage {
-	args, _ := json.Marshal(engine.SearchArgs{Query: query})
+	return searchingAfter(id, query, "")
+}
+
+// searchingAfter is an assistant message calling search for query's page after the hit after.
+func searchingAfter(id, query, after string) wire.ChatMessage {
+	args, _ := json.Marshal(engine.SearchArgs{Query: query, After: after})
 	return calling([3]string{id, engine.SearchTool, string(args)})
+}
+
+// TestAgentSearchPages follows rule 3 of !ask across search pages: once every layer the latest
+// page names is open, the model reads on after the id the page gives, and goes on with the next
+// page's hits.
+func TestAgentSearchPages(t *testing.T) {
+	memory := user("[ref:r1] Memory of my finished work on \"Read the exports\".\nrevenue_shop := 1200")
+	page1 := toolResult("s1", "Search for \"shop_manager\": the latest matching messages first; more follow.\n"+
+		"--- 1 · m57 · tool · in [ref:r12]: …no shop_manager yet…\n"+
+		"--- 2 · m40 · user · in [ref:r12]: …shop_manager still open…\n"+
+		engine.SearchMore+", older than these: search again with the same query and "+engine.SearchAfterMarker+"m40\".")
+	page2 := toolResult("s2", "Search for \"shop_manager\", continued: the matching messages older than m40, latest first, from hit 3 on.\n"+
+		"--- 3 · m9 · tool · in [ref:r5]: …shop_manager := Bo…")
+	dead := func(id, ref string) []wire.ChatMessage {
+		return []wire.ChatMessage{recalling(id, ref), toolResult(id, "Recall of "+ref+":\n--- 1/1 · tool · raw\nrows without a manager")}
+	}
+	ask := []wire.ChatMessage{memory, user("!ask shop_manager"), searching("s1", "shop_manager"), page1}
+	runAsk(t, []askCase{
+		{name: "HitsOfThePageFirst", msgs: ask, search: true, recall: "r12"},
+		{name: "ReadOnWhenThePageIsDone", msgs: append(ask[:4:4], dead("c1", "r12")...), search: true, query: "shop_manager", after: "m40"},
+		{
+			name:   "HitsOfTheNextPage",
+			msgs:   append(append(ask[:4:4], dead("c1", "r12")...), searchingAfter("s2", "shop_manager", "m40"), page2),
+			search: true, recall: "r5",
+		},
+		{
+			name: "UnknownAfterTheLastPage",
+			msgs: append(append(append(ask[:4:4], dead("c1", "r12")...), searchingAfter("s2", "shop_manager", "m40"), page2),
+				dead("c2", "r5")...),
+			search: true, answer: "shop_manager := unknown",
+		},
+	})
 }
 
 // TestAgentSearch follows rule 3 of !ask (docs/sim.md): when nothing in view names the key and

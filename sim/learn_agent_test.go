@@ -280,14 +280,14 @@ func TestPalimAdviceFit(t *testing.T) {
 	}
 	// Room for about two items: the fact becomes an impression first, then the least recently
 	// stated go, advice among them, and the last item says more is in the archive.
-	out := palimOutput(t, palimInstruction+"\n"+engine.FitMarker+" 30 tokens.", material...)
+	out := palimOutput(t, palimInstruction+"\n"+engine.FitMarker+" 18 words.", material...)
 	var facts []string
 	for _, k := range out.Knowledge {
 		facts = append(facts, k.Fact)
 	}
 	got := strings.Join(facts, "\n")
 	if strings.Contains(got, "k1") || !strings.Contains(got, "use k3 = c when: x") || !strings.HasSuffix(got, "more in the archive") {
-		t.Errorf("knowledge cut to 30 tokens:\n%s\nwant the oldest advice gone, the newest kept, and the archive line last", got)
+		t.Errorf("knowledge cut to 18 words:\n%s\nwant the oldest advice gone, the newest kept, and the archive line last", got)
 	}
 	if strings.Contains(got, "detail k") {
 		t.Errorf("advice turned into an impression:\n%s", got)

@@ -161,12 +161,16 @@ func lastInstruction(r *request, role hippocam.CallRole) (string, error) {
 	return last.Content, nil
 }
 
-// judge answers the judge role: surprise when a feedback line of the attempt says wrong, or right
+// judge answers the judge role. An eval judge's instruction is graded by gradeAnswer; otherwise,
+// for the lessons system: surprise when a feedback line of the attempt says wrong, or right
 // with another reference; the reflection names each such choice and its reference.
 func judge(r *request) (answer, error) {
 	text, err := lastInstruction(r, hippocam.CallJudge)
 	if err != nil {
 		return answer{}, err
+	}
+	if reference, given, ok := gradingSections(text); ok {
+		return gradeAnswer(r, reference, given)
 	}
 	v := judgeVerdict{Verdict: "ok"}
 	var notes []string

@@ -36,8 +36,10 @@ type line struct {
 	kind kind
 	// raw is the line with the surrounding white space removed and nothing else changed.
 	raw string
-	// body is raw without its list marker and evaluation tag.
+	// body is raw without its list marker, knowledge id and evaluation tag.
 	body string
+	// id is the knowledge id the line begins with in a prefix memory (engine.KnowledgeID).
+	id string
 	// child marks a line that opens a block of a recall result (it begins with ChildMarker).
 	child bool
 
@@ -77,7 +79,7 @@ func readLines(text string) []line {
 }
 
 // readLine parses one line. Before looking at its form it drops the surrounding spaces, one list
-// marker followed by a space, and one evaluation tag.
+// marker followed by a space, a knowledge id and one evaluation tag.
 func readLine(s string) line {
 	raw := strings.TrimSpace(s)
 	l := line{raw: raw, child: strings.HasPrefix(strings.TrimLeft(s, " \t"), engine.ChildMarker)}
@@ -87,6 +89,9 @@ func readLine(s string) line {
 			t = strings.TrimSpace(rest)
 			break
 		}
+	}
+	if id, rest, ok := engine.CutKnowledgeID(t); ok {
+		l.id, t = id, rest
 	}
 	for _, tag := range []string{"[neutral]", "[good]", "[bad]"} {
 		if rest, ok := strings.CutPrefix(t, tag); ok {

@@ -118,7 +118,11 @@ func (r *request) frame(role hippocam.CallRole) (lo, hi int, instruction string,
 	for i := n - 2; i >= lo; i-- {
 		if start.matches(&r.msgs[i]) {
 			if seen++; seen == start.nth {
-				return i, n - 1, instruction, nil
+				at := i + start.near // the start itself, or the neighbour the quote names
+				if at < lo || at > n-2 || engine.SpanRole(r.msgs[at].Role) != start.startRole {
+					return 0, 0, "", hippocam.Errorf(hippocam.EINVALID, "%s request: the message next to the one the span's start line quotes is no %s", role, start.startRole)
+				}
+				return at, n - 1, instruction, nil
 			}
 		}
 	}
@@ -134,6 +138,11 @@ type spanQuote struct {
 	text  string
 	whole bool // for engine.SpanCallArgs: text is all of the calls, not their beginning
 	nth   int
+	// near is where the start lies from the quoted message: 0 (it is the start), 1 (the start
+	// is right after it, engine.SpanAfter) or -1 (right before it, engine.SpanBefore); startRole
+	// is the start's role.
+	near      int
+	startRole string
 }
 
 // matches reports whether m is a message the quote describes.
@@ -185,6 +194,17 @@ func readSpan(instruction string) (start, end spanQuote, ok bool, err error) {
 		s = strings.TrimSpace(s)
 		if rest, found := strings.CutPrefix(s, engine.SpanStartPrefix); found && !haveStart {
 			start, haveStart = spanQuote{nth: 1}, true
+			if after, ok := cutRole(rest, &start); ok { // named by a neighbour
+				start.startRole = start.role
+				for how, near := range map[string]int{engine.SpanAfter: 1, engine.SpanBefore: -1} {
+					if r, ok := strings.CutPrefix(after, " "+how); ok {
+						rest, start.near = "latest "+r, near
+					}
+				}
+				if start.near == 0 {
+					return start, end, false, fmt.Errorf("cannot read the neighbour in the span's start line %q", s)
+				}
+			}
 			if rest, found = strings.CutPrefix(rest, "latest "); !found {
 				var suffix string
 				if _, err := fmt.Sscanf(rest, "%d%s latest ", &start.nth, &suffix); err != nil || start.nth < 1 {
@@ -194,6 +214,9 @@ func readSpan(instruction string) (start, end spanQuote, ok bool, err error) {
 			}
 			if rest, found = cutRole(rest, &start); !found {
 				return start, end, false, fmt.Errorf("cannot read the role in the span's start line %q", s)
+			}
+			if start.near == 0 {
+				start.startRole = start.role
 			}
 			if rest, found = strings.CutPrefix(rest, " above "); !found || !cutQuote(rest, &start) {
 				return start, end, false, fmt.Errorf("cannot read the quote in the span's start line %q", s)

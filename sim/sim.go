@@ -131,7 +131,7 @@ func (m *Model) AnswerShaped(role hippocam.CallRole, msgs []hippocam.Message, to
 	case hippocam.CallPrecip:
 		a, err = precip(r)
 	case hippocam.CallPalim:
-		a, err = palim(r, m.tok)
+		a, err = palim(r)
 	case hippocam.CallJudge:
 		a, err = judge(r)
 	case hippocam.CallInductor:

@@ -85,6 +85,8 @@ func TestSpanByQuotes(t *testing.T) {
 		{"StartsWithToolCall", []hippocam.Message{msg("user", "a := 1"), call, result}, 1, []string{"c := 3"}},
 		{"StartsWithRepeatedToolCall", []hippocam.Message{msg("user", "a := 1"), call, result, msg("user", "b := 2"), call2, result2}, 1, []string{"c := 3", "b := 2", "d := 4"}},
 		{"RepeatedToolCallLater", []hippocam.Message{msg("user", "a := 1"), call, result, msg("user", "b := 2"), call2, result2}, 4, []string{"d := 4"}},
+		{"RepeatedAnswerAfter", []hippocam.Message{msg("user", "a := 1"), msg("assistant", "Noted."), msg("user", "b := 2"), msg("assistant", "Noted."), msg("user", "c := 3")}, 3, []string{"c := 3"}},
+		{"RepeatedAnswerBefore", []hippocam.Message{msg("assistant", "Noted."), msg("user", "a := 1"), msg("assistant", "Noted."), msg("user", "b := 2")}, 0, []string{"a := 1", "b := 2"}},
 		{"HiddenSkipped", []hippocam.Message{msg("user", "a := 1"), {Role: hippocam.RoleUser, Kind: hippocam.KindBranch, Content: "branch"}, msg("user", "b := 2")}, 1, []string{"b := 2"}},
 	}
 	for _, tc := range tests {

@@ -28,6 +28,9 @@ type fakeAPI struct {
 	// conversation lists, beside billing-fix, the other sessions of its client conversation: a
 	// title request and a subagent (listed only, no detail).
 	conversation bool
+	// recording, when set, is billing-fix's recording (serve --record): its detail links it and
+	// GET /api/sessions/billing-fix/recording serves it.
+	recording string
 
 	mu       sync.Mutex
 	requests []apiRequest
@@ -88,6 +91,7 @@ func (f *fakeAPI) Handler() http.Handler {
 	mux.HandleFunc("GET /api/sessions/{id}/nodes/{ref}", f.getNode)
 	mux.HandleFunc("GET /api/sessions/{id}/expand", f.expand)
 	mux.HandleFunc("DELETE /api/sessions/{id}", f.deleteSession)
+	mux.HandleFunc("GET /api/sessions/{id}/recording", f.getRecording)
 	mux.Handle("GET /", viewer.Handler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
@@ -184,7 +188,20 @@ func (f *fakeAPI) getSession(w http.ResponseWriter, r *http.Request) {
 		s["version"] = json.RawMessage(strconv.Itoa(17 + bumps))
 		s["updated_at"] = json.RawMessage(strconv.Quote(f.stamp(time.Minute - time.Duration(bumps)*time.Second)))
 	}
+	if id == "billing-fix" && f.recording != "" {
+		s["recording"] = json.RawMessage(fmt.Sprintf(`{"url":"/api/sessions/billing-fix/recording","bytes":%d}`, len(f.recording)))
+	}
 	writeJSON(w, s)
+}
+
+func (f *fakeAPI) getRecording(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") != "billing-fix" || f.recording == "" {
+		writeError(w, http.StatusNotFound, "not_found", "no recording")
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="hippocam-billing-fix.jsonl"`)
+	w.Write([]byte(f.recording))
 }
 
 var refPattern = regexp.MustCompile(`^r[0-9]+$`)

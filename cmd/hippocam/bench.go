@@ -177,16 +177,27 @@ func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 // port, with a SQLite file in a temporary directory, so that the run measures the proxy exactly
 // as it is deployed (its session jobs, streaming and speculation included).
 func startServe(ctx context.Context, upstream string, window int) (string, func() error, error) {
-	dir, err := os.MkdirTemp("", "hippocam-bench-serve-")
+	return startServeWith(ctx, io.Discard, nil, "--upstream", upstream, "--upstream-format", "openai",
+		"--context-window", strconv.Itoa(window), "--model", sim.ModelID)
+}
+
+// startServeWith runs the `serve` command in-process with args, on a free loopback port, with a
+// SQLite file in a temporary directory, no keys and its log on log; apiKey, when not nil,
+// replaces the upstream key serve would read from the environment. It returns the root URL and
+// the function that stops the server and removes the directory.
+func startServeWith(ctx context.Context, log io.Writer, apiKey *string, args ...string) (string, func() error, error) {
+	dir, err := os.MkdirTemp("", "hippocam-serve-")
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := &ServeCommand{Stdout: io.Discard, Stderr: io.Discard}
-	err = cmd.ParseFlags([]string{"--addr", "127.0.0.1:0", "--upstream", upstream, "--upstream-format", "openai",
-		"--db", filepath.Join(dir, "hippocam.db"), "--context-window", strconv.Itoa(window), "--model", sim.ModelID, "--keys", ""})
+	cmd := &ServeCommand{Stdout: io.Discard, Stderr: log}
+	err = cmd.ParseFlags(append([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "hippocam.db"), "--keys", ""}, args...))
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err
+	}
+	if apiKey != nil {
+		cmd.APIKey = *apiKey
 	}
 	ready := make(chan string, 1)
 	cmd.Ready = func(addr string) { ready <- addr }

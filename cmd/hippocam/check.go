@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -42,8 +43,10 @@ type CheckResult struct {
 	Problems []string `json:"problems"`
 }
 
-// ParseFlags reads the flags and the cases file: a file that cannot be read or is not a JSON
-// array of cases is a usage error (exit status 2).
+// ParseFlags reads the flags and the cases file: a JSON array of cases, or a recording of `serve
+// --record` (JSON Lines: the lines that carry a case are checked, the others skipped), told apart
+// by the file's first character. A file that cannot be read or is neither is a usage error
+// (exit status 2).
 func (c *CheckCommand) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("hippocam check", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
@@ -59,10 +62,51 @@ func (c *CheckCommand) ParseFlags(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, &c.cases); err != nil {
-		return fmt.Errorf("%s: not a JSON array of cases: %w", c.File, err)
+	if t := bytes.TrimLeft(raw, " \t\r\n"); len(t) == 0 || t[0] == '[' {
+		if err := json.Unmarshal(raw, &c.cases); err != nil {
+			return fmt.Errorf("%s: not a JSON array of cases: %w", c.File, err)
+		}
+		return nil
+	}
+	c.cases, err = recordedCases(raw)
+	if err != nil {
+		return fmt.Errorf("%s: not a JSON array of cases nor a recording: %w", c.File, err)
 	}
 	return nil
+}
+
+// recordedCases returns the cases of a recording's lines, in order: every line is a recorded
+// exchange (a JSON object naming its call's role); blank lines are skipped, and so are exchanges
+// without a case (the main model's calls, a failed call).
+func recordedCases(raw []byte) ([]checkCase, error) {
+	var cases []checkCase
+	n := 0
+	for len(raw) > 0 {
+		n++
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var l struct {
+			Role string     `json:"role"`
+			Case *checkCase `json:"case"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return nil, fmt.Errorf("line %d: %v", n, err)
+		}
+		if l.Role == "" {
+			return nil, fmt.Errorf("line %d: not a recorded exchange (no role)", n)
+		}
+		if l.Case != nil {
+			cases = append(cases, *l.Case)
+		}
+	}
+	return cases, nil
 }
 
 // Run checks every case and prints the results: one JSON object per line, or with --json one

@@ -69,6 +69,26 @@ func TestCheckCases(t *testing.T) {
 		}
 		verify(t, doc.Results)
 	})
+	// The same cases in a recording of serve --record: the lines without a case (a main-model
+	// call, a failed call) and blank lines are skipped; the results come in the file's order.
+	t.Run("Recording", func(t *testing.T) {
+		rec := filepath.Join("testdata", "check-recording.jsonl")
+		out, errOut, code := runMain(t, "check", "--json", rec)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var doc struct {
+			Results []CheckResult `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		verify(t, doc.Results)
+		arr, _, _ := runMain(t, "check", "--json", file)
+		if out != arr {
+			t.Errorf("the recording's results differ from the array's:\n%s\n%s", out, arr)
+		}
+	})
 }
 
 func TestCheckUnreadable(t *testing.T) {
@@ -77,11 +97,16 @@ func TestCheckUnreadable(t *testing.T) {
 	if err := os.WriteFile(notArray, []byte(`{"id":"x"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	badLine := filepath.Join(dir, "rec.jsonl")
+	if err := os.WriteFile(badLine, []byte(`{"role":"agent","time":"2026-12-05T10:00:00Z"}`+"\n{\"role\":\"janus\", \"case\": \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for name, args := range map[string][]string{
-		"Missing":  {"check", filepath.Join(dir, "absent.json")},
-		"NotArray": {"check", notArray},
-		"NoFile":   {"check"},
-		"TwoFiles": {"check", notArray, notArray},
+		"Missing":      {"check", filepath.Join(dir, "absent.json")},
+		"NotArray":     {"check", notArray},
+		"BrokenRecord": {"check", badLine},
+		"NoFile":       {"check"},
+		"TwoFiles":     {"check", notArray, notArray},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, _, code := runMain(t, args...); code != 2 {

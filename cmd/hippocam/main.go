@@ -31,7 +31,7 @@ const usage = `hippocam: memory for long-running LLM agents (the Hippocam paper,
 Usage:
   hippocam replay --scenario FILE [--context-window N] [--db PATH] [--json]
         run a docs/sim.md scenario through the engine with the simulated model, offline
-  hippocam serve --upstream BASE_URL [--addr HOST:PORT] [--db PATH|postgres://…] [--context-window N] [--keys FILE]
+  hippocam serve --upstream BASE_URL [--addr HOST:PORT] [--db PATH|postgres://…] [--context-window N] [--keys FILE] [--record DIR]
         the OpenAI-compatible proxy that gives any agent Hippocam memory, with REST API and viewer
   hippocam serve --demo
         the same, offline: the simulated model upstream and a bundled scenario replayed into it
@@ -47,8 +47,11 @@ Usage:
         serve one tenant's memory, lessons and clusters over MCP on stdio (beside a running serve)
   hippocam learn --stream FILE [--conditions a,b] [--attempts N] [--context-window W] [--advisory-budget TOKENS] [--json]
         run a task stream under each learning condition with the simulated model, offline
+  hippocam eval --dataset FILE --upstream BASE_URL --model M [--conditions hippocam,full,truncate] [--context-window N] [--batch N] [--limit N] [--out DIR]
+        conversation-memory benchmarks (LoCoMo, LongMemEval) with an LLM judge, against any endpoint
   hippocam check [--json] FILE
-        run recorded JANUS, PALIM and PRECIP answers through the engine's validators, offline
+        run recorded JANUS, PALIM and PRECIP answers (a JSON array of cases, or a serve --record
+        recording) through the engine's validators, offline
   hippocam version
 
 Run 'hippocam COMMAND -h' for a command's flags.
@@ -77,6 +80,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cmd = &LearnCommand{Stdout: stdout, Stderr: stderr}
 	case "mcp":
 		cmd = &McpCommand{Stdout: stdout, Stderr: stderr}
+	case "eval":
+		cmd = &EvalCommand{Stdout: stdout, Stderr: stderr}
 	case "version":
 		fmt.Fprintln(stdout, "hippocam", Version)
 		return 0

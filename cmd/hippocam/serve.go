@@ -25,6 +25,7 @@ import (
 	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/postgres"
+	"github.com/hippocam/hippocam/record"
 	"github.com/hippocam/hippocam/replay"
 	"github.com/hippocam/hippocam/scenario"
 	"github.com/hippocam/hippocam/scenarios"
@@ -82,6 +83,9 @@ type ServeCommand struct {
 	Learn          string
 	Systems        string
 	AdvisoryBudget int
+	// Record is the directory that keeps every exchange with the upstream, a JSON Lines file per
+	// session (package record); empty records nothing.
+	Record string
 
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
@@ -133,6 +137,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.Structured, "structured", env("HIPPOCAM_STRUCTURED", "auto"), "how Hippocam's own calls ask for their JSON answers: auto (the upstream's structured output, the schema in prose for an upstream and model that refuse it), native (structured output only) or prose (env HIPPOCAM_STRUCTURED)")
 	fs.StringVar(&c.Learn, "learn", env("HIPPOCAM_LEARN", "off"), "learning across tasks: off, global (one cluster) or routed (the router picks a cluster per task) (env HIPPOCAM_LEARN)")
 	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated")
+	fs.StringVar(&c.Record, "record", env("HIPPOCAM_RECORD", ""), "record every exchange with the upstream (the main model's and the components' calls) in DIR/<tenant>/<session>.jsonl, one JSON line per call; `hippocam check` reads these files (env HIPPOCAM_RECORD)")
 	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of a task's advisory (default W/4)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
@@ -195,6 +200,20 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		demo := simClient(tok)
 		mcfg.BaseURL, mcfg.Model, mcfg.HTTPClient = demo.BaseURL, demo.Model, demo.HTTPClient
 	}
+	var rec *record.Recorder
+	if c.Record != "" {
+		if rec, err = record.Open(c.Record, log); err != nil {
+			return err
+		}
+		defer rec.Close()
+		// The transport keeps the bodies the model clients send (never their headers); the
+		// pass-through's requests go by it untouched.
+		var rt http.RoundTripper
+		if mcfg.HTTPClient != nil {
+			rt = mcfg.HTTPClient.Transport
+		}
+		mcfg.HTTPClient = &http.Client{Transport: rec.Transport(rt)}
+	}
 	model, err := openai.New(mcfg) // also the pass-through of GET /v1/models
 	if err != nil {
 		return err
@@ -210,6 +229,9 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		if upstream, err = anthropic.New(acfg); err != nil {
 			return err
 		}
+	}
+	if rec != nil {
+		upstream = rec.Model(upstream)
 	}
 	ecfg := engine.ForWindow(c.Window)
 	ecfg.Speculate = !c.NoSpeculate
@@ -255,10 +277,25 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if rec != nil {
+		// A deleted session is gone from the recordings too.
+		defer svc.ObserveChanges(func(ch sessions.Change) {
+			if ch.Kind == sessions.SessionDeleted {
+				if err := rec.Remove(ch.Tenant, ch.Session); err != nil {
+					log.Warn("recording: removing a deleted session's recording failed", "tenant", ch.Tenant, "session", ch.Session, "error", err)
+				}
+			}
+		})()
+	}
 	// The /v1 routes Hippocam does not serve itself go to the upstream as they came.
 	pass := &httpapi.PassThrough{BaseURL: mcfg.BaseURL, Anthropic: c.UpstreamFormat == "anthropic", APIKey: c.APIKey, Client: mcfg.HTTPClient,
 		Timeout: c.UpstreamTimeout}
-	srv, err := httpapi.New(httpapi.Config{Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, PassThrough: pass, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
+	var recordings httpapi.Recordings
+	if rec != nil {
+		recordings = rec
+		metrics.WatchRecording(rec.Lines, rec.Failures)
+	}
+	srv, err := httpapi.New(httpapi.Config{Recordings: recordings, Version: Version, Engine: e, Store: c.store, Sessions: svc, Upstream: model, PassThrough: pass, Keys: keys, Viewer: viewer.Handler(), Logger: log, Metrics: metrics,
 		WriteTimeout: c.WriteTimeout, DetachedStepTimeout: c.DetachedStepTimeout, UpstreamFormat: upstreamFormatOf(c.UpstreamFormat)})
 	if err != nil {
 		return err

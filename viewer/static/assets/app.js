@@ -695,11 +695,46 @@
         el('div', { class: 'muted small' },
           el('span', { text: 'created ' + fmtTime(d.created_at) }), ' · ',
           el('span', { text: 'updated ' + fmtTime(d.updated_at) }), ' · ',
-          el('span', { 'data-testid': 'session-version', text: 'version ' + (d.version ?? '–') })),
+          el('span', { 'data-testid': 'session-version', text: 'version ' + (d.version ?? '–') }),
+          d.recording ? [' · ', renderRecordingLink(d)] : null),
         renderForkInfo(d), renderConversation(d)),
       el('button', { type: 'button', class: 'btn btn-danger', id: 'delete-session', 'data-testid': 'delete-session',
         onclick: () => deleteSession(d.id), text: 'Delete session' }));
   }
+
+  // renderRecordingLink links the session's recorded exchanges with the upstream (serve
+  // --record). With a key the file is fetched with it (a plain link could not carry it) and handed
+  // to the browser as a download; without one the link itself downloads it.
+  function renderRecordingLink(d) {
+    const rec = d.recording;
+    return el('a', {
+      href: rec.url, download: '', class: 'link', 'data-testid': 'recording-link',
+      title: 'Every exchange with the upstream model, one JSON line per call (hippocam check reads it)',
+      text: 'recording (' + fmtBytes(rec.bytes) + ')',
+      onclick: async (ev) => {
+        if (!state.key) return;
+        ev.preventDefault();
+        try {
+          const { text, filename } = await apiText(rec.url, 'application/x-ndjson');
+          const url = URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson' }));
+          const a = el('a', { href: url, download: filename || 'recording.jsonl', hidden: true });
+          document.body.append(a);
+          a.click();
+          a.remove();
+          setTimeout(() => URL.revokeObjectURL(url), 60000);
+        } catch (err) {
+          if (err.status !== 401) showError('Cannot fetch the recording: ' + err.message);
+        }
+      },
+    });
+  }
+
+  const fmtBytes = (n) => {
+    n = Number(n) || 0;
+    if (n < 1024) return n + ' B';
+    if (n < 1 << 20) return (n / 1024).toFixed(1) + ' KiB';
+    return (n / (1 << 20)).toFixed(1) + ' MiB';
+  };
 
   const forksOf = (id) => state.sessions.filter((s) => s.fork && s.fork.from != null && String(s.fork.from) === String(id));
   const forkAt = (f) => Math.max(0, Math.floor(Number(f.at) || 0));
