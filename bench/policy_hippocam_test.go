@@ -62,9 +62,10 @@ func TestHippocamNoRecallAnswersDetailUnknown(t *testing.T) {
 	}
 }
 
-// prefixSession states an early fact and fills a window of 3,000 or 4,000 tokens more than once
-// over, so that pressure control folds the prefix, then asks about the fact. (At 3,000 tokens a
-// PALIM request, with its role prompt in a system message of its own, no longer fits.)
+// prefixSession states an early fact and fills a window of 3,000 to 5,000 tokens more than once
+// over, so that pressure control folds the prefix, then asks about the fact. (Below 5,000 tokens
+// a PALIM request, with its role prompt in a system message of its own, no longer fits: the span
+// is archived without a call instead.)
 func prefixSession(s *polSession) string {
 	s.user("alpha := 1\n!say noted")
 	for i := 0; i < 16; i++ {
@@ -74,7 +75,7 @@ func prefixSession(s *polSession) string {
 }
 
 func TestHippocamKeepsFactThroughFolds(t *testing.T) {
-	env, rec := polEnv(t, 4000)
+	env, rec := polEnv(t, 8000)
 	s := newPolSession(t, "hippocam", env)
 	polWant(t, "fact", prefixSession(s), "alpha := 1")
 	if rec.count(hippocam.CallPalim) == 0 {
