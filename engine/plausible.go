@@ -402,14 +402,17 @@ func particulars(line string) []string {
 }
 
 // identifierLike reports whether a trimmed token is a number or an identifier: it holds a digit,
-// an '_' or a '/', or a '.' inside a dotted name with a part longer than a letter (so "e.g" is
-// not one, "shop.csv" is).
+// an '_' or a '/', or a '.' inside a dotted name with a part longer than a letter (so "e.g" and
+// the pattern "vX.Y.Z" are not one, "shop.csv" is).
 func identifierLike(tok string) bool {
 	switch {
 	case strings.ContainsFunc(tok, unicode.IsDigit), strings.ContainsAny(tok, "_/"):
 		return true
 	case strings.Contains(tok, "."):
-		for _, p := range strings.Split(tok, ".") {
+		for i, p := range strings.Split(tok, ".") {
+			if i == 0 && len(p) == 2 && p[0] == 'v' {
+				p = p[1:] // a version's pattern, "vX.Y.Z", is no particular either
+			}
 			if utf8.RuneCountInString(p) > 1 {
 				return true
 			}

@@ -34,3 +34,19 @@ func TestGroundingStatusCodes(t *testing.T) {
 		}
 	}
 }
+
+// A pattern of single letters ("vX.Y.Z" for a release's number) names nothing; a real release
+// number found nowhere is still refused.
+func TestGroundingVersionPattern(t *testing.T) {
+	ctx := []hippocam.Message{{Role: hippocam.RoleTool, ToolCallID: "c1", Content: "## v0.8.2 (2026-02-20)\n- PDF export"}}
+	check := func(fact string) []string {
+		out := engine.PalimOutput{Narrative: "I read the changelog.", Knowledge: []hippocam.KnowledgeItem{{Fact: fact, Evaluation: hippocam.EvalNeutral}}}
+		return engine.Check(hippocam.CallPalim, ctx, 0, nil, mustJSON(t, out))
+	}
+	if p := check("Entries read '## vX.Y.Z (date)', newest first; the latest is v0.8.2."); len(p) > 0 {
+		t.Errorf("the pattern refused: %v", p)
+	}
+	if p := check("The latest entry is v0.9.1."); len(p) == 0 {
+		t.Error("a release number found nowhere accepted")
+	}
+}
