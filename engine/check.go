@@ -39,6 +39,7 @@ func Check(role hippocam.CallRole, context []hippocam.Message, lo int, stack hip
 		if err := decodeArgs(args, &out); err != nil {
 			return []string{err.Error()}
 		}
+		context = restoreMemories(context)
 		return out.problems(context, lo, SpanLine(context, lo, len(context))+"\n"+palimInstruction)
 	case hippocam.CallPrecip:
 		var out PrecipOutput
@@ -65,4 +66,63 @@ func precipCheckInstruction(context []hippocam.Message, lo int, stack hippocam.I
 		fmt.Fprintf(&b, "Exit condition of %q: %s\n", stack[n-1].Label, stack[n-1].Done)
 	}
 	return b.String()
+}
+
+// restoreMemories gives back to the prefix memories of a recorded context what their text
+// shows but the chat format drops: their kind, ref and labelled knowledge items (K1 [good] …),
+// which a fold's keep entries name. Other messages are left as they are; context is not changed.
+func restoreMemories(context []hippocam.Message) []hippocam.Message {
+	var out []hippocam.Message
+	for i := range context {
+		m := context[i]
+		if ref, ok := memoryRef(m.Content); ok && m.Role == hippocam.RoleUser && len(m.Knowledge) == 0 {
+			m.Kind, m.Ref, m.Knowledge = hippocam.KindPrefixMemory, ref, knowledgeLines(m.Content)
+			if out == nil {
+				out = append([]hippocam.Message(nil), context...)
+			}
+			out[i] = m
+		}
+	}
+	if out == nil {
+		return context
+	}
+	return out
+}
+
+// memoryRef reads the ref of a prefix memory's text, which begins with memoryHead.
+func memoryRef(text string) (string, bool) {
+	refs := hippocam.ParseRefTags(firstLine(text))
+	if len(refs) == 0 {
+		return "", false
+	}
+	head := memoryHead(refs[0], 0)
+	head = head[:strings.Index(head, levelMark)]
+	if !strings.HasPrefix(text, head) {
+		return "", false
+	}
+	return refs[0], true
+}
+
+// knowledgeLines reads the labelled items of a prefix memory's Knowledge section.
+func knowledgeLines(text string) []hippocam.KnowledgeItem {
+	var items []hippocam.KnowledgeItem
+	_, section, ok := strings.Cut(text, "\nKnowledge:\n")
+	if !ok {
+		return nil
+	}
+	for _, l := range strings.Split(section, "\n") {
+		_, rest, ok := CutKnowledgeID(strings.TrimSpace(l))
+		if !ok {
+			continue
+		}
+		eval, fact, _ := strings.Cut(strings.TrimPrefix(rest, "["), "] ")
+		items = append(items, hippocam.KnowledgeItem{Fact: fact, Evaluation: hippocam.Evaluation(eval)})
+	}
+	return items
+}
+
+// firstLine is text up to its first line break.
+func firstLine(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
+	return line
 }

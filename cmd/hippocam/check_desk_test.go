@@ -11,12 +11,17 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// deskRecording is a recording (serve --record) of a session of our own run at W = 5000 with a
-// real model's answers: a person-sized chat model stood in as the upstream and answered every
-// request Hippocam made (JANUS, PRECIP, PALIM and the main model's final answer) from the
-// request alone (docs/realmodel.md tells how it was made). The conversation is a coding agent's
-// day on a small invoicing service: tools called, intents opened and closed, facts revised.
-var deskRecording = filepath.Join("testdata", "desk-ledgerline.jsonl")
+// deskRecordings are recordings (serve --record) of a session of our own run at W = 5000 with a
+// real model's answers: a capable chat model stood in as the upstream and answered every request
+// Hippocam made (JANUS, PRECIP, PALIM and the main model's final answer) from the request alone
+// (docs/realmodel.md tells how). The conversation is a coding agent's day on a small invoicing
+// service: tools called, intents opened and closed, facts revised. The first is the current
+// build's (PALIM keeping items by reference among them); the second an earlier build's, kept for
+// the answers it holds that the engine rightly refused.
+var deskRecordings = []string{
+	filepath.Join("testdata", "desk-ledgerline.jsonl"),
+	filepath.Join("testdata", "desk-ledgerline-run2.jsonl"),
+}
 
 // deskRefused lists the cases of the recording the engine rightly refuses, with a word of the
 // reason each must give. The stand-in answered one request after another and carried what it had
@@ -31,7 +36,13 @@ var deskRefused = map[string]string{
 
 // The real model's answers pass the validators as the engine runs them.
 func TestCheckDeskCorpus(t *testing.T) {
-	out, errOut, code := runMain(t, "check", "--json", deskRecording)
+	for _, file := range deskRecordings {
+		t.Run(filepath.Base(file), func(t *testing.T) { checkDeskCorpus(t, file) })
+	}
+}
+
+func checkDeskCorpus(t *testing.T, file string) {
+	out, errOut, code := runMain(t, "check", "--json", file)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -42,7 +53,7 @@ func TestCheckDeskCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	roles := map[string]int{}
-	for _, c := range deskCases(t) {
+	for _, c := range deskCases(t, file) {
 		roles[c.Role]++
 	}
 	if roles["janus"] == 0 || roles["palim"] == 0 || roles["precip"] == 0 {
@@ -63,7 +74,7 @@ func TestCheckDeskCorpus(t *testing.T) {
 func TestCheckDeskCorpusPlanted(t *testing.T) {
 	const planted = "On 14 August 2024 Rasmus Vang approved a refund of 7,315 euros for Kestrel Freight."
 	var cases []checkCase
-	for _, c := range deskCases(t) {
+	for _, c := range append(deskCases(t, deskRecordings[0]), deskCases(t, deskRecordings[1])...) {
 		if _, refused := deskRefused[c.ID]; refused || (c.Role != "palim" && c.Role != "precip") {
 			continue
 		}
@@ -110,10 +121,10 @@ func TestCheckDeskCorpusPlanted(t *testing.T) {
 	}
 }
 
-// deskCases reads the check cases of the recording.
-func deskCases(t *testing.T) []checkCase {
+// deskCases reads the check cases of a recording.
+func deskCases(t *testing.T, file string) []checkCase {
 	t.Helper()
-	f, err := os.Open(deskRecording)
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
