@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -454,4 +455,29 @@ func nullable(v any) any {
 		}
 	}
 	return o
+}
+
+// RememberedRefusal is the error of a structured request (Request.Structured) to an upstream
+// and model that refused one earlier in this process: a remembered *StructuredRefusal, so the
+// model client sends nothing. Nil for any other request.
+func RememberedRefusal(upstream, model string, req *Request) error {
+	if req == nil || req.Structured == nil || !StructuredRefused(upstream, model) {
+		return nil
+	}
+	return &StructuredRefusal{Upstream: upstream, Model: model, Remembered: true}
+}
+
+// RefusalOf turns an upstream's refusal of a structured request (RefusesStructured) into a
+// *StructuredRefusal and remembers it for the upstream and model, logging it once on log; any
+// other error is returned as it is.
+func RefusalOf(upstream, model string, req *Request, err error, log *slog.Logger) error {
+	if req == nil || req.Structured == nil || !RefusesStructured(err) {
+		return err
+	}
+	RememberStructuredRefusal(upstream, model)
+	if log != nil {
+		log.Warn("the upstream refused structured output; remembered for this upstream and model",
+			"upstream", upstream, "model", model, "error", err)
+	}
+	return &StructuredRefusal{Upstream: upstream, Model: model, Err: err}
 }

@@ -94,28 +94,16 @@ func (c *Client) modelOf(req *hippocam.Request) string {
 	return c.cfg.Model
 }
 
-// structuredRefused is the error of a structured request (hippocam.Request.Structured) to an
-// upstream and model that refused one earlier in this process: a remembered
-// *hippocam.StructuredRefusal, and nothing is sent. Nil otherwise.
+// structuredRefused is the remembered refusal of a structured request to this upstream and
+// model (hippocam.RememberedRefusal); nil when the request may be sent.
 func (c *Client) structuredRefused(req *hippocam.Request) error {
-	if req == nil || req.Structured == nil || !hippocam.StructuredRefused(c.url, c.modelOf(req)) {
-		return nil
-	}
-	return &hippocam.StructuredRefusal{Upstream: c.url, Model: c.modelOf(req), Remembered: true}
+	return hippocam.RememberedRefusal(c.url, c.modelOf(req), req)
 }
 
-// structuredError turns the upstream's refusal of a structured request's forced tool
-// (hippocam.RefusesStructured) into a *hippocam.StructuredRefusal, and remembers it for the
-// upstream and model; other errors are returned as they are.
+// structuredError turns the upstream's refusal of a structured request's forced tool into a
+// remembered *hippocam.StructuredRefusal (hippocam.RefusalOf); other errors pass as they are.
 func (c *Client) structuredError(req *hippocam.Request, err error) error {
-	if req == nil || req.Structured == nil || !hippocam.RefusesStructured(err) {
-		return err
-	}
-	model := c.modelOf(req)
-	hippocam.RememberStructuredRefusal(c.url, model)
-	c.log.Warn("the upstream refused structured output; remembered for this upstream and model",
-		"upstream", c.url, "model", model, "error", err)
-	return &hippocam.StructuredRefusal{Upstream: c.url, Model: model, Err: err}
+	return hippocam.RefusalOf(c.url, c.modelOf(req), req, err, c.log)
 }
 
 // roleOf returns the call role of req, CallAgent when it names none.
