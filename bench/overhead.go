@@ -373,8 +373,8 @@ func (p *OverheadProvider) markdown(b *strings.Builder) {
 	row("total p50", p.TotalP50Ms, p.BareTotalP50Ms, p.RatioTotalP50, TargetRatioTotalP50)
 	row("total p99", p.TotalP99Ms, p.BareTotalP99Ms, p.RatioTotalP99, 0)
 	fmt.Fprintf(b, "\nSteps that waited for consolidation: %.1f %% (%d for a running job, %d ran it themselves); "+
-		"main calls made again after speculative JANUS: %.1f %% (%d, %d stood); %d consolidations; %.2f upstream calls per step (%s).\n",
-		100*p.ShareWaited, p.WaitsRunning, p.WaitsInline, 100*p.ShareRedone, p.SpeculativeRedone, p.SpeculativeStood,
+		"consolidation jobs run after the answer: %d; main calls made again after speculative JANUS: %.1f %% (%d, %d stood); %d consolidations; %.2f upstream calls per step (%s).\n",
+		100*p.ShareWaited, p.WaitsRunning, p.WaitsInline, p.ConsolidationJobs, 100*p.ShareRedone, p.SpeculativeRedone, p.SpeculativeStood,
 		p.Consolidations, p.UpstreamCallsPerStep, rolesText(p.UpstreamCallsByRole))
 }
 
@@ -821,7 +821,8 @@ type StartProxy func(ctx context.Context, upstream string, window int) (base str
 // The Prometheus series the provider run reads from the proxy's /metrics. A series the proxy
 // does not expose counts as 0.
 const (
-	metricWaits       = "hippocam_consolidation_waits_total"
+	metricWaits       = "hippocam_consolidation_waits_total" // steps whose answer waited for consolidation, by how
+	metricJobs        = "hippocam_consolidation_jobs_total"  // consolidation jobs workers ran, by result
 	metricSpeculative = "hippocam_speculative_total"
 )
 
@@ -834,32 +835,35 @@ const (
 type OverheadProvider struct {
 	UpstreamTTFTMs float64 `json:"upstream_ttft_ms"`
 	// ToolTimeMs is how long the replayed agent took to run its tools before each tool result.
-	ToolTimeMs              float64        `json:"tool_time_ms"`
-	UpstreamTokensPerSecond float64        `json:"upstream_tokens_per_second"`
-	Workload                string         `json:"workload"`
-	ContextWindow           int            `json:"context_window"`
-	Steps                   int            `json:"steps"`
-	TTFBP50Ms               float64        `json:"ttfb_p50_ms"`
-	TTFBP99Ms               float64        `json:"ttfb_p99_ms"`
-	TotalP50Ms              float64        `json:"total_p50_ms"`
-	TotalP99Ms              float64        `json:"total_p99_ms"`
-	BareTTFBP50Ms           float64        `json:"bare_ttfb_p50_ms"`
-	BareTTFBP99Ms           float64        `json:"bare_ttfb_p99_ms"`
-	BareTotalP50Ms          float64        `json:"bare_total_p50_ms"`
-	BareTotalP99Ms          float64        `json:"bare_total_p99_ms"`
-	RatioTTFBP50            float64        `json:"ratio_ttfb_p50"`
-	RatioTTFBP99            float64        `json:"ratio_ttfb_p99"`
-	RatioTotalP50           float64        `json:"ratio_total_p50"`
-	RatioTotalP99           float64        `json:"ratio_total_p99"`
-	WaitsRunning            int            `json:"consolidation_waits_running"`
-	WaitsInline             int            `json:"consolidation_waits_inline"`
-	SpeculativeStood        int            `json:"speculative_stood"`
-	SpeculativeRedone       int            `json:"speculative_redone"`
-	ShareWaited             float64        `json:"share_waited"`
-	ShareRedone             float64        `json:"share_redone"`
-	Consolidations          int            `json:"consolidations"`
-	UpstreamCallsPerStep    float64        `json:"upstream_calls_per_step"`
-	UpstreamCallsByRole     map[string]int `json:"upstream_calls_by_role"`
+	ToolTimeMs              float64 `json:"tool_time_ms"`
+	UpstreamTokensPerSecond float64 `json:"upstream_tokens_per_second"`
+	Workload                string  `json:"workload"`
+	ContextWindow           int     `json:"context_window"`
+	Steps                   int     `json:"steps"`
+	TTFBP50Ms               float64 `json:"ttfb_p50_ms"`
+	TTFBP99Ms               float64 `json:"ttfb_p99_ms"`
+	TotalP50Ms              float64 `json:"total_p50_ms"`
+	TotalP99Ms              float64 `json:"total_p99_ms"`
+	BareTTFBP50Ms           float64 `json:"bare_ttfb_p50_ms"`
+	BareTTFBP99Ms           float64 `json:"bare_ttfb_p99_ms"`
+	BareTotalP50Ms          float64 `json:"bare_total_p50_ms"`
+	BareTotalP99Ms          float64 `json:"bare_total_p99_ms"`
+	RatioTTFBP50            float64 `json:"ratio_ttfb_p50"`
+	RatioTTFBP99            float64 `json:"ratio_ttfb_p99"`
+	RatioTotalP50           float64 `json:"ratio_total_p50"`
+	RatioTotalP99           float64 `json:"ratio_total_p99"`
+	WaitsRunning            int     `json:"consolidation_waits_running"`
+	WaitsInline             int     `json:"consolidation_waits_inline"`
+	// ConsolidationJobs counts the jobs workers ran after the answer that did pending work;
+	// they kept no answer waiting and are not in ShareWaited.
+	ConsolidationJobs    int            `json:"consolidation_jobs"`
+	SpeculativeStood     int            `json:"speculative_stood"`
+	SpeculativeRedone    int            `json:"speculative_redone"`
+	ShareWaited          float64        `json:"share_waited"`
+	ShareRedone          float64        `json:"share_redone"`
+	Consolidations       int            `json:"consolidations"`
+	UpstreamCallsPerStep float64        `json:"upstream_calls_per_step"`
+	UpstreamCallsByRole  map[string]int `json:"upstream_calls_by_role"`
 	// Requests are the timings of every step, in order, for the plots.
 	Requests []OverheadStep `json:"requests"`
 	Seconds  float64        `json:"seconds"`
@@ -1082,6 +1086,7 @@ func (p *OverheadProvider) count(before, after promSeries, calls map[string]int)
 		return int(math.Round(after.sum(name, label, value) - before.sum(name, label, value)))
 	}
 	p.WaitsRunning, p.WaitsInline = delta(metricWaits, "how", "running"), delta(metricWaits, "how", "inline")
+	p.ConsolidationJobs = delta(metricJobs, "result", "consolidated")
 	p.SpeculativeStood, p.SpeculativeRedone = delta(metricSpeculative, "outcome", "stood"), delta(metricSpeculative, "outcome", "redone")
 	p.Consolidations = delta("hippocam_consolidations_total", "", "")
 	steps := float64(max(1, p.Steps))

@@ -371,3 +371,28 @@ hippocam_recall_calls_total 7 1700000000000
 		}
 	}
 }
+
+// The provider run's share of steps that waited counts the waits the proxy reports, not the
+// consolidation jobs its workers ran after the answers (reported apart).
+func TestProviderCountsWaitsApartFromJobs(t *testing.T) {
+	read := func(text string) promSeries {
+		s, err := readPromText(strings.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	before := read(`hippocam_consolidation_jobs_total{result="consolidated"} 4
+hippocam_consolidation_waits_total{how="inline"} 1
+`)
+	after := read(`hippocam_consolidation_jobs_total{result="consolidated"} 25
+hippocam_consolidation_jobs_total{result="nothing"} 3
+hippocam_consolidation_waits_total{how="inline"} 2
+hippocam_consolidation_waits_total{how="running"} 1
+`)
+	p := &OverheadProvider{Steps: 40}
+	p.count(before, after, map[string]int{})
+	if p.WaitsInline != 1 || p.WaitsRunning != 1 || p.ConsolidationJobs != 21 || p.ShareWaited != 0.05 {
+		t.Fatalf("waits inline %d, running %d, jobs %d, share waited %v; want 1, 1, 21, 0.05", p.WaitsInline, p.WaitsRunning, p.ConsolidationJobs, p.ShareWaited)
+	}
+}

@@ -35,6 +35,7 @@ type Metrics struct {
 	waits          *prometheus.CounterVec
 	speculative    *prometheus.CounterVec
 	jobs           *prometheus.CounterVec
+	consolidJobs   *prometheus.CounterVec
 	routing        *prometheus.CounterVec
 	advisory       prometheus.Counter
 	outcomes       *prometheus.CounterVec
@@ -72,18 +73,20 @@ func NewMetrics() *Metrics {
 			Help: "Streamed answers whose client stopped reading or went away before the end (the step was committed all the same)."}),
 	}
 	m.waits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidation_waits_total",
-		Help: "Steps that found their session's consolidation unfinished: waited for the running job (how=running) or ran the queued work first (how=inline)."}, []string{"how"})
+		Help: "Steps whose answer waited for their session's pending consolidation, each counted once: it waited for the consolidation job a worker was running (how=running), or ran the work of a job no worker had taken yet before answering (how=inline). Jobs workers run after the answer are not waits (hippocam_consolidation_jobs_total)."}, []string{"how"})
 	m.speculative = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_speculative_total",
 		Help: "Steps whose main call started beside JANUS, by outcome: stood (JANUS left the context as it was) or redone (the call was made again)."}, []string{"outcome"})
 	m.jobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_jobs_total",
 		Help: "Consolidation jobs by outcome: done, or failed (put back in the queue to run again)."}, []string{"outcome"})
+	m.consolidJobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidation_jobs_total",
+		Help: "Consolidation jobs workers ran to the end, by result: consolidated (the job did the pending work and committed it), or nothing (a step or an earlier run had done it already)."}, []string{"result"})
 	m.routing = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_learn_routing_total",
 		Help: "Task starts by routing decision (reuse, create, pinned, global, stateless) and memory system."}, []string{"decision", "system"})
 	m.advisory = prometheus.NewCounter(prometheus.CounterOpts{Name: "hippocam_learn_advisory_tokens_total",
 		Help: "Tokens of the advisories put into task contexts."})
 	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_learn_outcomes_total",
 		Help: "Task outcomes by what became of the cluster update: queued, done (?wait=1), none (no cluster), failed."}, []string{"update"})
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.speculative, m.jobs, m.routing, m.advisory, m.outcomes,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.speculative, m.jobs, m.consolidJobs, m.routing, m.advisory, m.outcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
@@ -101,8 +104,12 @@ func (m *Metrics) observeResult(res *sessions.Result) {
 		m.routing.WithLabelValues(l.Decision, l.System).Inc()
 		m.advisory.Add(float64(l.AdvisoryTokens))
 	}
+	// A step waited once at most: for the running job (after which nothing is pending), or
+	// for the pending work it ran itself before answering.
 	if res.Waited {
 		m.waits.WithLabelValues("running").Inc()
+	} else if res.Step != nil && res.Step.RanPending {
+		m.waits.WithLabelValues("inline").Inc()
 	}
 	if res.Event == sessions.EventForked {
 		m.forks.Inc()
@@ -120,15 +127,17 @@ func (m *Metrics) observeJob(res *engine.Result, err error) {
 		return
 	}
 	m.jobs.WithLabelValues("done").Inc()
-	if res != nil {
-		m.observeStep(res)
+	if res == nil {
+		m.consolidJobs.WithLabelValues("nothing").Inc()
+		return
 	}
+	m.consolidJobs.WithLabelValues("consolidated").Inc()
+	m.observeStep(res) // its model calls and consolidations; a job is no step's wait
+
 }
 
+// observeStep counts the model calls and consolidations of a step or of a consolidation job.
 func (m *Metrics) observeStep(res *engine.Result) {
-	if res.RanPending {
-		m.waits.WithLabelValues("inline").Inc()
-	}
 	if res.Speculation != "" {
 		m.speculative.WithLabelValues(res.Speculation).Inc()
 	}

@@ -1,0 +1,116 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/httpapi"
+	"github.com/hippocam/hippocam/openai"
+	"github.com/hippocam/hippocam/sessions"
+	"github.com/hippocam/hippocam/sqlite"
+	"github.com/hippocam/hippocam/tokenizer"
+)
+
+// newDeferringServer is newServer with a session service that leaves consolidation for jobs
+// (as hippocam serve does by default); no worker runs them: the test does, with
+// RunPendingJobs, when it wants them run.
+func newDeferringServer(t *testing.T) (*testServer, *sessions.Service) {
+	t.Helper()
+	up := newUpstream(t)
+	cfg := openai.DefaultConfig()
+	cfg.BaseURL, cfg.Model, cfg.MaxRetries = up.URL+"/v1", "hippocam-sim", 0
+	model, err := openai.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.ForWindow(8000), model, tokenizer.MustDefault(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sqlite.New(t.TempDir() + "/h.db")
+	if err := db.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: db, Sessions: svc, Upstream: model, Metrics: httpapi.NewMetrics()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return &testServer{Server: ts, store: db, up: up}, svc
+}
+
+// series reads one series of /metrics (0 when the proxy does not expose it).
+func (s *testServer) series(t *testing.T, name, labels string) float64 {
+	t.Helper()
+	body := s.do(t, "GET", "/metrics", "", "", nil).body
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name+labels) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// hippocam_consolidation_waits_total counts steps whose answer waited for consolidation, not
+// consolidation jobs: when every job runs after its answer, no step waited; a step that found
+// its session's consolidation still pending and ran it before answering counts once. Jobs are
+// counted apart, in hippocam_consolidation_jobs_total.
+func TestConsolidationWaitsCountSteps(t *testing.T) {
+	ctx := context.Background()
+	s, svc := newDeferringServer(t)
+	a := &agent{t: t, s: s, session: "w"}
+	waits := func() (running, inline float64) {
+		return s.series(t, "hippocam_consolidation_waits_total", `{how="running"}`), s.series(t, "hippocam_consolidation_waits_total", `{how="inline"}`)
+	}
+	// Two intents, each closed, each closure's job run by a worker after the answer.
+	for _, label := range []string{"Read the exports", "Send the report"} {
+		a.user(false, "#open "+label+" | it is done\n!say working")
+		a.user(false, "#close "+label+"\n!say done")
+		if err := svc.RunPendingJobs(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.user(false, "!say next")
+	if r, i := waits(); r != 0 || i != 0 {
+		t.Fatalf("no step waited, yet waits running %v, inline %v", r, i)
+	}
+	if n := s.series(t, "hippocam_consolidation_jobs_total", `{result="consolidated"}`); n != 2 {
+		t.Fatalf("%v consolidation jobs consolidated, want 2", n)
+	}
+	if n := s.series(t, "hippocam_consolidations_total", `{kind="intent"}`); n != 2 {
+		t.Fatalf("%v intent consolidations, want 2", n)
+	}
+	// A closure whose job no worker has taken: the next step runs it before answering, and
+	// the job then finds nothing left.
+	a.user(false, "#open Check the totals | the totals match\n!say checking")
+	a.user(false, "#close Check the totals\n!say checked")
+	a.user(false, "!say after")
+	if r, i := waits(); r != 0 || i != 1 {
+		t.Fatalf("one step ran pending work first, yet waits running %v, inline %v", r, i)
+	}
+	if err := svc.RunPendingJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, i := waits(); r != 0 || i != 1 {
+		t.Fatalf("a job that found nothing to do changed the waits: running %v, inline %v", r, i)
+	}
+	if c, n := s.series(t, "hippocam_consolidation_jobs_total", `{result="consolidated"}`), s.series(t, "hippocam_consolidation_jobs_total", `{result="nothing"}`); c != 2 || n != 1 {
+		t.Fatalf("consolidation jobs: %v consolidated, %v with nothing left; want 2 and 1", c, n)
+	}
+	if n := s.series(t, "hippocam_consolidations_total", `{kind="intent"}`); n != 3 {
+		t.Fatalf("%v intent consolidations, want 3", n)
+	}
+}
