@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/hippocam/hippocam"
 
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
@@ -20,6 +24,19 @@ import (
 
 // newLearningServer is newServer with routed learning over every memory system.
 func newLearningServer(t *testing.T, keys map[string]string) *testServer {
+	t.Helper()
+	ts, _ := newLearningServerWith(t, keys, learningOptions{})
+	return ts
+}
+
+// learningOptions varies newLearningServerWith: global learning over these systems (default:
+// routed over every one), and a wrapper of the learning components' model.
+type learningOptions struct {
+	systems []string
+	wrap    func(hippocam.Model) hippocam.Model
+}
+
+func newLearningServerWith(t *testing.T, keys map[string]string, o learningOptions) (*testServer, *sessions.Service) {
 	t.Helper()
 	up := newUpstream(t)
 	cfg := openai.DefaultConfig()
@@ -39,11 +56,19 @@ func newLearningServer(t *testing.T, keys map[string]string) *testServer {
 	}
 	t.Cleanup(func() { db.Close() })
 	env := &learn.Env{Model: model, Tok: tok}
-	systems, err := library.Library(env, library.Names())
+	mode, names := sessions.LearnRouted, library.Names()
+	if o.systems != nil {
+		mode, names = sessions.LearnGlobal, o.systems
+	}
+	if o.wrap != nil {
+		env.Model = o.wrap(model)
+	}
+	systems, err := library.Library(env, names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sessions.New(sessions.Config{Engine: e, Store: db, Inline: true, Learn: sessions.LearnRouted, Systems: systems, LearnEnv: env})
+	svc, err := sessions.New(sessions.Config{Engine: e, Store: db, Inline: true, Learn: mode, Systems: systems, LearnEnv: env,
+		JobPoll: time.Millisecond, JobBackoff: time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +78,7 @@ func newLearningServer(t *testing.T, keys map[string]string) *testServer {
 	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return &testServer{Server: ts, store: db, up: up}
+	return &testServer{Server: ts, store: db, up: up}, svc
 }
 
 // Through HTTP: a task start names its cluster in Hippocam-Cluster (streamed or not); the
@@ -111,6 +136,79 @@ func TestLearningMetrics(t *testing.T) {
 	for _, want := range []string{`hippocam_learn_routing_total{decision="create",system=`, `hippocam_learn_outcomes_total{update="done"} 1`, "hippocam_learn_updates_total 1", "hippocam_learn_advisory_tokens_total", "hippocam_lessons_added_total", "hippocam_jobs_queued", "hippocam_job_lag_seconds_total"} {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// judgeCounter counts the reasoning_bank judge calls (one per cluster update of one trajectory)
+// and refuses the first refuse of them.
+type judgeCounter struct {
+	inner  hippocam.Model
+	refuse int
+	mu     sync.Mutex
+	calls  int
+}
+
+func (m *judgeCounter) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	if req.Role == hippocam.CallRBJudge {
+		m.mu.Lock()
+		m.calls++
+		n := m.calls
+		m.mu.Unlock()
+		if n <= m.refuse {
+			return nil, hippocam.Errorf(hippocam.EINVALID, "refused")
+		}
+	}
+	return m.inner.Complete(ctx, req)
+}
+
+// Through HTTP, with the job workers running: an outcome with ?wait=1 makes its cluster update's
+// model calls once (200 done), and one whose inline update fails answers 202 queued and its job
+// makes the update.
+func TestOutcomeWaitUpdatesOnce(t *testing.T) {
+	for _, tc := range []struct {
+		refuse, status, calls int
+		update                string
+	}{{0, 200, 1, "done"}, {1, 202, 2, "queued"}} {
+		m := &judgeCounter{refuse: tc.refuse}
+		s, svc := newLearningServerWith(t, nil, learningOptions{systems: []string{"reasoning_bank"},
+			wrap: func(inner hippocam.Model) hippocam.Model { m.inner = inner; return m }})
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { svc.RunJobs(ctx); close(done) }()
+		body, _ := json.Marshal(wire.ChatRequest{Model: "m", Messages: []wire.ChatMessage{{Role: "user", Content: wire.StringContent(salesTaskText)}}})
+		if r := s.do(t, "POST", "/v1/chat/completions", "", "w1", body); r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		r := s.do(t, "POST", "/api/sessions/w1/outcome?wait=1", "", "", []byte(`{"feedback":"feedback: status_filter = all wrong"}`))
+		if r.status != tc.status || !strings.Contains(string(r.body), `"update":"`+tc.update+`"`) {
+			t.Fatalf("outcome ?wait=1 with %d refused: %d %s", tc.refuse, r.status, r.body)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n, err := s.store.QueuedJobs(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d jobs still queued", n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		stop()
+		<-done
+		c, err := s.store.Cluster(context.Background(), "", "global")
+		if err != nil || c.Trajectories != 1 || !c.HasApplied("w1") {
+			t.Fatalf("the cluster: %+v (%v)", c, err)
+		}
+		m.mu.Lock()
+		calls := m.calls
+		m.mu.Unlock()
+		if calls != tc.calls {
+			t.Fatalf("%d refused: %d judge calls of the update, want %d", tc.refuse, calls, tc.calls)
 		}
 	}
 }

@@ -213,7 +213,7 @@ func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
 			s.observe(res, err)
 		}
 	case JobLearn:
-		err = s.learnFrom(jctx, j.Tenant, j.Session)
+		err = s.learnJob(jctx, j.Tenant, j.Session)
 	default:
 		s.log.Error("a job of an unknown kind; dropped", "kind", j.Kind, logTenant, j.Tenant, logSession, j.Session)
 	}

@@ -220,13 +220,19 @@ func checkOutcome(o *Outcome) error {
 // EndTask records a task's outcome: the feedback joins the session as a user message, the
 // session is marked ended (later requests to it get ECONFLICT), and when the task was routed to
 // a cluster, the cluster's update is queued in the same transaction. With wait the update runs
-// before EndTask returns (its failure is returned; the queued job still retries it). Errors:
+// before EndTask returns (its failure is returned; the queued job still retries it); the job
+// then finds the trajectory applied and calls no model, so the update runs once. Errors:
 // EINVALID for a bad outcome, ENOTFOUND for a session the tenant does not have, ECONFLICT for a
 // task that has ended already. Nothing changes on an error before the commit.
 func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wait bool) (*hippocam.Session, error) {
 	if err := checkOutcome(&o); err != nil {
 		return nil, err
 	}
+	unlockLearn := func() {}
+	if wait { // the inline update goes first: the job, once committed, waits for it (learnKey)
+		unlockLearn = s.locks.lock(learnKey(tenant, id))
+	}
+	defer func() { unlockLearn() }()
 	unlock := s.locks.lock(tenant + "\x00n\x00" + baseName(id))
 	// The lock serializes this process's requests; another process on the store (hippocam mcp
 	// beside serve, a replica) may commit the session meanwhile: a lost race reads it again.
@@ -259,15 +265,16 @@ func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wai
 	s.cache.put(next)
 	unlock()
 	s.changed(SessionUpdated, tenant, id, "")
+	var err error
 	if len(ch.Jobs) > 0 {
 		if wait {
-			if err := s.learnFrom(ctx, tenant, id); err != nil {
-				return next, err
-			}
+			err = s.learnFrom(ctx, tenant, id)
+			unlockLearn()
+			unlockLearn = func() {}
 		}
-		s.kick()
+		s.kick() // after a run with wait, the job finds the update done, or retries a failed one
 	}
-	return next, nil
+	return next, err
 }
 
 // endTaskAttempts bounds how often EndTask reads a session again after another process
@@ -296,8 +303,23 @@ func (s *Service) endedSession(sess *hippocam.Session, o Outcome) (*hippocam.Ses
 	return next, ch
 }
 
+// learnKey is the lock key of a session's cluster update. The runs of one update take turns:
+// an outcome with wait takes the lock before the job is committed and runs the update inline
+// while holding it, so that this process's worker, which may claim the job at once, waits and
+// then finds the trajectory applied, calling no model. Across processes (a replica's worker
+// claiming the job during the inline run) the cluster's version check still keeps the update
+// single, but both runs may call the model.
+func learnKey(tenant, id string) string { return tenant + "\x00l\x00" + id }
+
+// learnJob is a learn job's run: learnFrom under the update's lock.
+func (s *Service) learnJob(ctx context.Context, tenant, id string) error {
+	defer s.locks.lock(learnKey(tenant, id))()
+	return s.learnFrom(ctx, tenant, id)
+}
+
 // learnFrom updates the cluster an ended session was routed to with its trajectory. Applying
-// the same trajectory twice changes nothing (learn.Apply skips applied ids).
+// the same trajectory twice changes nothing (learn.Apply skips applied ids, before any model
+// call). Its callers hold the update's lock (learnKey).
 func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	ctx = hippocam.WithCallSession(ctx, tenant, id) // the learning calls are the session's
 	sess, err := s.cfg.Store.Session(ctx, tenant, id)

@@ -405,3 +405,108 @@ func TestLearningReplicasPostgres(t *testing.T) {
 		t.Fatalf("%d jobs left", n)
 	}
 }
+
+// judgeCounter counts the reasoning_bank judge calls of a cluster update (one per update of one
+// trajectory). The first of them waits, up to hold, for a second one to start, so that a
+// second run of the same update, if any, overlaps the first; the first refuse of them fail.
+type judgeCounter struct {
+	inner  hippocam.Model
+	hold   time.Duration
+	refuse int
+	mu     sync.Mutex
+	calls  int
+	second chan struct{}
+}
+
+func (m *judgeCounter) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	if req.Role != hippocam.CallRBJudge {
+		return m.inner.Complete(ctx, req)
+	}
+	m.mu.Lock()
+	m.calls++
+	n := m.calls
+	if n == 2 {
+		close(m.second)
+	}
+	m.mu.Unlock()
+	if n == 1 {
+		select {
+		case <-m.second:
+		case <-time.After(m.hold):
+		}
+	}
+	if n <= m.refuse {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "refused")
+	}
+	return m.inner.Complete(ctx, req)
+}
+
+func (m *judgeCounter) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
+// An outcome's cluster update calls the model once: with wait, while a worker is ready to take
+// the job queued beside the inline run; and without wait, from the job. An inline run that fails
+// is retried once by its job.
+func TestLearningUpdateRunsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wait   bool
+		refuse int
+		calls  int
+	}{
+		{"wait", true, 0, 1},
+		{"queued", false, 0, 1},
+		{"wait-failed", true, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			st := inmem.New()
+			m := &judgeCounter{hold: 300 * time.Millisecond, refuse: tc.refuse, second: make(chan struct{})}
+			svc := learningServiceWith(t, st, learnSetup{mode: sessions.LearnGlobal, systems: []string{"reasoning_bank"},
+				wrap: func(inner hippocam.Model) hippocam.Model { m.inner = inner; return m },
+				config: func(c *sessions.Config) {
+					c.JobPoll, c.JobBackoff = time.Millisecond, time.Microsecond
+				}})
+			if _, err := task(t, svc, "acme", "o1", salesTask, nil); err != nil {
+				t.Fatal(err)
+			}
+			wctx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { svc.RunJobs(wctx); close(done) }()
+			defer func() { stop(); <-done }()
+			_, err := svc.EndTask(ctx, "acme", "o1", sessions.Outcome{Feedback: "feedback: status_filter = all wrong"}, tc.wait)
+			if (err != nil) != (tc.refuse > 0 && tc.wait) {
+				t.Fatalf("EndTask: %v", err)
+			}
+			if tc.wait && err == nil {
+				if c, _ := st.Cluster(ctx, "acme", "global"); c == nil || !c.HasApplied("o1") {
+					t.Fatalf("the cluster after an outcome with wait: %+v", c)
+				}
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				n, err := st.QueuedJobs(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d jobs still queued", n)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			c, err := st.Cluster(ctx, "acme", "global")
+			if err != nil || c.Trajectories != 1 || !c.HasApplied("o1") {
+				t.Fatalf("the cluster: %+v (%v)", c, err)
+			}
+			if got := m.count(); got != tc.calls {
+				t.Fatalf("%d judge calls of the update, want %d", got, tc.calls)
+			}
+		})
+	}
+}
