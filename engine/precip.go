@@ -27,7 +27,7 @@ type closedSpan struct {
 // check in the region of the last memory committed.
 //
 // A closed intent's span runs from its first message up to, not including, the guidance that
-// closed it. When an intent that stays open began at the same message, the span starts just
+// closed it, or the user's new request that began the step, whichever comes first. When an intent that stays open began at the same message, the span starts just
 // after it, so that the open intent keeps its first message. An enclosing closure whose span adds
 // only guidance to the inner one is coalesced with it: one memory for both.
 func (st *step) consolidateClosed(ctx context.Context, closed []hippocam.Intent, guidanceID string, chain []string) error {
@@ -88,6 +88,13 @@ func (st *step) spanOf(in hippocam.Intent, guidanceID string) (int, int) {
 			lo++
 			break
 		}
+	}
+	if s := st.s.Index(st.start); s > lo && s < hi && st.s.Context[s].Role == hippocam.RoleUser {
+		// The round began with a new request from the user, the one that led JANUS to close
+		// the intent: it opens the next work and is the step's to answer, not the closed
+		// intent's. (A tool result that finishes the work belongs to the intent; its round
+		// begins with the assistant message that called the tool, inside the span.)
+		hi = s
 	}
 	return lo, hi
 }

@@ -173,3 +173,35 @@ func TestRecallLongList(t *testing.T) {
 	}
 	c.checkLossless()
 }
+
+// A user's new request that leads JANUS to close an intent opens the next work: the closed
+// span ends before it, so the memory does not swallow the question the step is answering.
+func TestPrecipSpanEndsBeforeTheNewRequest(t *testing.T) {
+	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c.mustUser("#open Fix | fix done\n!say starting")
+	c.mustUser("fix_fact := 1\n!say noted")
+	res := c.mustUser("#close Fix\nNow a new question for the standup.\n!say closed")
+	if res.IntentConsolidations != 1 {
+		t.Fatalf("%d intent consolidations, want 1", res.IntentConsolidations)
+	}
+	s := c.session()
+	at := -1
+	for i, m := range s.Context {
+		if m.Role == hippocam.RoleUser && strings.Contains(m.Content, "a new question for the standup") {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatal("the new request was folded into the closed intent's memory")
+	}
+	mem := -1
+	for i, m := range s.Context {
+		if m.Kind == hippocam.KindIntentMemory {
+			mem = i
+		}
+	}
+	if mem < 0 || mem > at {
+		t.Fatalf("memory at %d, the new request at %d: want the memory before it", mem, at)
+	}
+	c.checkLossless()
+}
