@@ -28,7 +28,7 @@ const SizeMarker = "Size: keep the memory within"
 func sizeLine(words, spanWords, keptWords int) string {
 	line := fmt.Sprintf("%s %d words, counting the narrative, your items and the items you keep (the span takes about %d words).", SizeMarker, words, spanWords)
 	if keptWords > 0 {
-		line += fmt.Sprintf(" The items of earlier memories in the span take about %d words; keep those that still hold (r12.K1-K9), so that the limit leaves room for what is new.", keptWords)
+		line += fmt.Sprintf(" The items of earlier memories in the span take about %d words; list those that still hold under keep, by their own refs and labels, so that the limit leaves room for what is new.", keptWords)
 	}
 	return line
 }

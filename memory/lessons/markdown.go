@@ -28,7 +28,10 @@ import (
 // A superseded lesson's status reads "superseded by L5, L6 — reason" (or "superseded — reason").
 // Import reads such a file back into a state (Import).
 
-const fileHead = "# Lessons\n\n" +
+// fileTitle is the first line of every lessons file Export writes.
+const fileTitle = "# Lessons"
+
+const fileHead = fileTitle + "\n\n" +
 	"Lessons learned by comparing attempts at tasks, one entry each. A decision, its conditions or " +
 	"its status may be edited and the file imported again; an entry whose heading has no id is a " +
 	"new lesson, and an entry left out withdraws its lesson (it is kept, marked superseded).\n"
@@ -104,6 +107,11 @@ func Import(state json.RawMessage, md []byte) (json.RawMessage, error) {
 	entries, err := readFile(string(md))
 	if err != nil {
 		return nil, err
+	}
+	if len(entries) == 0 && !strings.HasPrefix(strings.TrimSpace(string(md)), fileTitle) {
+		// A file without entries withdraws every lesson; only an export (which begins with
+		// the title) may say that. Anything else (an error page, a wrong file) changes nothing.
+		return nil, hippocam.Errorf(hippocam.EINVALID, "not a lessons file: it holds no entry (\"## ID: …\") and does not begin with %q as an export does", fileTitle)
 	}
 	update := st.Updates + 1
 	changed := false

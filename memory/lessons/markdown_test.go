@@ -123,3 +123,40 @@ func TestImportErrors(t *testing.T) {
 		})
 	}
 }
+
+// A body that is no lessons file (an error page, plain text, random bytes) holds no entry: it is
+// refused instead of withdrawing every lesson. An export with no entries (its title alone) still
+// says "no lessons" on purpose.
+func TestImportNotALessonsFile(t *testing.T) {
+	state, err := lessons.Import(nil, []byte("# Lessons\n\n## use a = b\n- decision: d\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	random := make([]byte, 3000)
+	for i := range random {
+		random[i] = byte(i*7919 + i/3)
+	}
+	for name, body := range map[string][]byte{
+		"Text":   []byte("hello world"),
+		"HTML":   []byte("<!doctype html><html><body><h1>502 Bad Gateway</h1></body></html>"),
+		"Random": random,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := lessons.Import(state, body)
+			if hippocam.ErrorCode(err) != hippocam.EINVALID || !strings.Contains(err.Error(), "not a lessons file") {
+				t.Fatalf("err = %v, want EINVALID saying it is not a lessons file", err)
+			}
+		})
+	}
+	after, err := lessons.Import(state, []byte("# Lessons\n"))
+	if err != nil {
+		t.Fatalf("an export without entries: %v", err)
+	}
+	st, err := lessons.ParseState(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Active()) != 0 {
+		t.Errorf("%d lessons still in force after importing an empty export", len(st.Active()))
+	}
+}
