@@ -38,6 +38,10 @@ const JobLearn = "learn"
 // MaxFeedbackBytes bounds an outcome's feedback text.
 const MaxFeedbackBytes = 64 << 10
 
+// MaxAttempts bounds the attempts an outcome may say its task key has: a memory system that
+// compares attempts waits for that many, so a larger count would keep it waiting for good.
+const MaxAttempts = 1000
+
 // globalCluster is the id and scope of the one cluster of LearnGlobal.
 const (
 	globalCluster = "global"
@@ -211,6 +215,8 @@ func checkOutcome(o *Outcome) error {
 		return hippocam.Errorf(hippocam.EINVALID, "feedback: not valid UTF-8")
 	case o.Attempts < 0:
 		return hippocam.Errorf(hippocam.EINVALID, "attempts: must not be negative")
+	case o.Attempts > MaxAttempts:
+		return hippocam.Errorf(hippocam.EINVALID, "attempts: %d, more than the %d one task key may have", o.Attempts, MaxAttempts)
 	case o.Reward != nil && (*o.Reward != *o.Reward):
 		return hippocam.Errorf(hippocam.EINVALID, "reward: not a number")
 	}
