@@ -40,9 +40,8 @@ func (e *errGaveUp) Error() string {
 func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePrompt string, msgs []hippocam.Message, lo, end int, stack hippocam.IntentStack, instruction string, tool hippocam.Tool, accept func(args string) error) error {
 	mode := st.e.cfg.Structured
 	native := mode.Native()
-	prefix := msgs
 	var tools []hippocam.Tool
-	if st.e.cfg.SharedPrompts && len(prefix) > 0 && prefix[0].Role == hippocam.RoleSystem && mode != hippocam.StructuredNative {
+	if st.e.cfg.SharedPrompts && len(msgs) > 0 && msgs[0].Role == hippocam.RoleSystem && mode != hippocam.StructuredNative {
 		// From SharedPromptsFrom on, a PRECIP or PALIM request is the main request's prefix
 		// (tools, the shared system message, the context) plus one message, so the provider's
 		// cache serves it from the main call it follows. A native request would put its schema
@@ -53,26 +52,32 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 	}
 	text := instruction
 	var problem string
-	for attempt := 0; attempt <= st.e.cfg.Corrections; attempt++ {
-		req := contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts, tools)
-		w := st.e.cfg.Window
+	w := st.e.cfg.Window
+	// send builds the request for this attempt (natively or in prose), checks that it fits the
+	// window with room to answer, and sends it with a note carrying its case.
+	send := func(attempt int) (*hippocam.Request, *hippocam.CallNote, *hippocam.Response, error) {
+		req := contractRequest(role, rolePrompt, tool, msgs, text, native, st.e.cfg.SharedPrompts, tools)
 		if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
-			return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
+			return req, nil, nil, fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
 		}
 		note := &hippocam.CallNote{Attempt: attempt + 1, Case: st.callCase(role, lo, end, stack, tool.Name)}
 		resp, err := st.componentCall(hippocam.WithCallNote(ctx, note), req)
+		return req, note, resp, err
+	}
+	for attempt := 0; attempt <= st.e.cfg.Corrections; attempt++ {
+		req, note, resp, err := send(attempt)
+		if note == nil {
+			return err // the request does not fit: nothing was sent
+		}
 		if err != nil && native && mode.Fallback() && hippocam.IsStructuredRefusal(err) {
 			// The upstream does not take the native form: ask the same in prose, now and for
 			// the rest of this call (the client remembers the refusal for later ones).
 			note.Done()
 			st.e.log.Info("structured output refused, asking with the schema in prose", logTenant, st.s.Tenant, logSession, st.s.ID, "role", role, "error", err)
 			native = false
-			req = contractRequest(role, rolePrompt, tool, prefix, text, native, st.e.cfg.SharedPrompts, tools)
-			if n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools); n+answerRoom(role, w) > w {
-				return fmt.Errorf("%s: the request would need %d tokens and room to answer, more than the window of %d", role, n, w)
+			if req, note, resp, err = send(attempt); note == nil {
+				return err
 			}
-			note = &hippocam.CallNote{Attempt: attempt + 1, Case: st.callCase(role, lo, end, stack, tool.Name)}
-			resp, err = st.componentCall(hippocam.WithCallNote(ctx, note), req)
 		}
 		if err != nil {
 			note.Done()
