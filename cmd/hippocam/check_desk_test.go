@@ -42,16 +42,7 @@ func TestCheckDeskCorpus(t *testing.T) {
 }
 
 func checkDeskCorpus(t *testing.T, file string) {
-	out, errOut, code := runMain(t, "check", "--json", file)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var doc struct {
-		Results []CheckResult `json:"results"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
+	results := checkJSON(t, file)
 	roles := map[string]int{}
 	for _, c := range deskCases(t, file) {
 		roles[c.Role]++
@@ -59,7 +50,7 @@ func checkDeskCorpus(t *testing.T, file string) {
 	if roles["janus"] == 0 || roles["palim"] == 0 || roles["precip"] == 0 {
 		t.Fatalf("cases per role %v: want JANUS, PALIM and PRECIP answers", roles)
 	}
-	for _, r := range doc.Results {
+	for _, r := range results {
 		reason, refused := deskRefused[r.ID]
 		switch {
 		case !refused && !r.Accepted:
@@ -104,17 +95,8 @@ func TestCheckDeskCorpusPlanted(t *testing.T) {
 	if err := os.WriteFile(file, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runMain(t, "check", "--json", file)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var doc struct {
-		Results []CheckResult `json:"results"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range doc.Results {
+	results := checkJSON(t, file)
+	for _, r := range results {
 		if p := strings.ToLower(strings.Join(r.Problems, "; ")); r.Accepted || !strings.Contains(p, "14 august 2024") || !strings.Contains(p, "rasmus") {
 			t.Errorf("%s with the planted clause: accepted %v, problems %v", r.ID, r.Accepted, r.Problems)
 		}
@@ -147,4 +129,20 @@ func deskCases(t *testing.T, file string) []checkCase {
 		t.Fatal(err)
 	}
 	return cases
+}
+
+// checkJSON runs `check --json` on file and returns its results.
+func checkJSON(t *testing.T, file string) []CheckResult {
+	t.Helper()
+	out, errOut, code := runMain(t, "check", "--json", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Results []CheckResult `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Results
 }
