@@ -53,7 +53,9 @@ func start(t *testing.T, probe string, args ...string) {
 			t.Errorf("%s did not shut down", args[0])
 		}
 	})
-	for i := 0; i < 200; i++ {
+	// Up to 30 s: under a loaded CI machine a serve opening and migrating its store has taken
+	// more than the 5 s this once allowed.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if resp, err := http.Get(probe); err == nil {
 			resp.Body.Close()
 			return
