@@ -16,10 +16,6 @@ const (
 	CallJanus  CallRole = "janus"  // intent maintenance
 	CallPrecip CallRole = "precip" // intent consolidation
 	CallPalim  CallRole = "palim"  // prefix consolidation
-	// CallSpeculative accounts for main-model calls made beside JANUS and thrown away because
-	// JANUS changed the context (engine/speculate.go). It never names a request: those calls are
-	// sent as CallAgent.
-	CallSpeculative CallRole = "speculative"
 )
 
 // RoleHeader is the HTTP header that carries a call's CallRole.

@@ -70,9 +70,9 @@ type Turn struct {
 	// PrefixConsolidations counts the prefix consolidations the engine committed (0 for
 	// policies without one).
 	PrefixConsolidations int
-	// Speculation is how the engine's main call started beside JANUS ended ("stood",
-	// "redone"), or "" (no speculation, or not the engine).
-	Speculation string
+	// Verdict is what the engine's step did with a JANUS verdict (engine.VerdictApplied…), or
+	// "" (none, or not the engine).
+	Verdict string
 	// EngineTime is the policy's own time in the step, model calls excluded.
 	EngineTime time.Duration
 }

@@ -27,6 +27,7 @@ import (
 // Policy names, as reports show them.
 const (
 	PolicyHippocam         = "hippocam"
+	PolicyHippocamGate     = "hippocam-gate"
 	PolicyHippocamNoPrefix = "hippocam-no-prefix"
 	PolicyHippocamNoRecall = "hippocam-no-recall"
 	PolicyFlatSummary      = "flat-summary"
@@ -36,10 +37,11 @@ const (
 )
 
 // Policies returns every context policy the benchmark compares, in report order: hippocam,
-// hippocam-no-prefix, hippocam-no-recall, flat-summary, truncate, full, retrieve-prepend.
+// hippocam-gate, hippocam-no-prefix, hippocam-no-recall, flat-summary, truncate, full, retrieve-prepend.
 func Policies() []Policy {
 	return []Policy{
 		{Name: PolicyHippocam, New: newHippocamAgent},
+		{Name: PolicyHippocamGate, New: newGateAgent},
 		{Name: PolicyHippocamNoPrefix, New: newNoPrefixAgent},
 		{Name: PolicyHippocamNoRecall, New: newNoRecallAgent},
 		{Name: PolicyFlatSummary, New: newFlatSummaryAgent},

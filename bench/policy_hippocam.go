@@ -40,6 +40,15 @@ func newHippocamAgent(env Env) (Agent, error) {
 	return newEngineAgent(env, engine.ForWindow(env.Window), env.Model)
 }
 
+// newGateAgent is `hippocam-gate`: the engine with JANUS asked before the main call
+// (engine.JanusGate, the paper's order) instead of beside it, so that the two orders can be
+// compared on the same workloads.
+func newGateAgent(env Env) (Agent, error) {
+	cfg := engine.ForWindow(env.Window)
+	cfg.Janus = engine.JanusGate
+	return newEngineAgent(env, cfg, env.Model)
+}
+
 // newNoRecallAgent is `hippocam-no-recall`: the engine's NoRecall ablation, so that the recall
 // and search tools are never offered and the model answers from what is in view (memories and
 // their impressions included).
@@ -70,14 +79,22 @@ func (a *engineAgent) Step(ctx context.Context, in []hippocam.Message) (*Turn, e
 		return nil, err
 	}
 	wall := time.Since(began)
-	usage := res.Usage.Clone()
+	// The JANUS call of this step may run on after its answer (engine.JanusBeside): its cost is
+	// this step's.
+	later, err := a.e.SettleVerdict(ctx, "", benchSession)
+	if err != nil {
+		return nil, err
+	}
+	usage := hippocam.Usage{}
+	usage.Merge(res.Usage)
+	usage.Merge(later)
 	return &Turn{
 		Answer:               res.Answer,
 		Usage:                usage,
 		MaxRequestTokens:     res.MaxRequestTokens,
 		RecallCalls:          res.RecallCalls,
 		PrefixConsolidations: res.PrefixConsolidations,
-		Speculation:          res.Speculation,
+		Verdict:              res.Verdict,
 		EngineTime:           max(0, wall-res.ModelTime),
 	}, nil
 }

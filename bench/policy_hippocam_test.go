@@ -32,9 +32,6 @@ func TestHippocamRecallsDetail(t *testing.T) {
 	u := s.usage()
 	for role, n := range rec.calls {
 		got := u[role].Calls
-		if role == hippocam.CallAgent {
-			got += u[hippocam.CallSpeculative].Calls // main calls started beside JANUS and discarded
-		}
 		if got != n {
 			t.Errorf("%s: %d calls in the turns' usage, %d made", role, got, n)
 		}

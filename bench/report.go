@@ -107,15 +107,7 @@ func (r *Result) markdownRow() string {
 	return fmt.Sprintf("| %s | %s (%d/%d) | %d | %d | %d | %s | %s | %s | %s | %.2f× | %s | %.4f | %s | %s | %.2f | %.0f |\n",
 		r.Policy, percent(r.Accuracy), r.Right, r.Questions, r.Stale, r.Invented, r.Missed, largest,
 		thousands(r.InputTokens), thousands(r.CachedInputTokens), thousands(r.UncachedInputTokens), r.UncachedPerNewContent,
-		thousands(r.OutputTokens), r.CostUSD, perRight, callsText(r.Calls)+speculationText(r), r.RecallPerQuestion, r.EngineMillis)
-}
-
-// speculationText is " (speculation: 40 stood, 12 redone)" for a policy that speculated, else "".
-func speculationText(r *Result) string {
-	if r.SpeculationStood+r.SpeculationRedone == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (speculation: %d stood, %d redone)", r.SpeculationStood, r.SpeculationRedone)
+		thousands(r.OutputTokens), r.CostUSD, perRight, callsText(r.Calls), r.RecallPerQuestion, r.EngineMillis)
 }
 
 // callsText is "agent 70 · janus 65 · precip 20", roles in name order.

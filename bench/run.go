@@ -132,11 +132,8 @@ func Run(ctx context.Context, p Policy, env Env, w *Workload, progress func(done
 		}
 		r.RecallCalls += t.RecallCalls
 		r.PrefixConsolidations += t.PrefixConsolidations
-		switch t.Speculation {
-		case "stood":
-			r.SpeculationStood++
-		case "redone":
-			r.SpeculationRedone++
+		if t.Verdict == "dropped" { // engine.VerdictDropped
+			r.VerdictsDropped++
 		}
 		engine += t.EngineTime
 		pending = t.Answer.CallIDs()

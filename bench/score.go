@@ -171,11 +171,9 @@ type Result struct {
 	// recessions), so that PALIM's calls per consolidation can be read beside Calls.
 	PrefixConsolidations int     `json:"prefix_consolidations"`
 	RecallPerQuestion    float64 `json:"recall_per_question"`
-	// SpeculationStood and SpeculationRedone count the steps whose main call, started beside
-	// JANUS, stood or was made again after JANUS changed the context (engine/speculate.go). The
-	// answers are the same either way: only the discarded calls' cost (role "speculative") differs.
-	SpeculationStood  int `json:"speculation_stood"`
-	SpeculationRedone int `json:"speculation_redone"`
+	// VerdictsDropped counts the JANUS verdicts the engine dropped because the session had moved
+	// on before the next step (engine/verdict.go): 0 in a run where every step committed.
+	VerdictsDropped int `json:"verdicts_dropped,omitempty"`
 	// EngineMillis is the policy's own time, model calls excluded.
 	EngineMillis float64 `json:"engine_ms"`
 	Steps        int     `json:"steps"`

@@ -39,7 +39,7 @@ func (r *recordingModel) byRole(role hippocam.CallRole) []*hippocam.Request {
 // detail through an engine with the given ablations, at W = 4,000.
 func ablationRun(t *testing.T, a engine.Ablations) (*recordingModel, *engine.Result) {
 	rec := &recordingModel{inner: mustSim(t)}
-	cfg := engine.ForWindow(4000)
+	cfg := gateWindow(4000)
 	cfg.Ablations = a
 	c := newConversation(t, mustEngine(t, cfg, rec))
 	c.mustUser("#open Read the notes | the notes are read\n!call read_file {\"path\":\"notes\"}")

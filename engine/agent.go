@@ -206,22 +206,13 @@ func (st *step) recallOffered() bool {
 	return !st.e.cfg.Ablations.NoRecall && st.e.cfg.RecallLimit > 0
 }
 
-// agentCall makes one main-model call: the speculative one, when it was started beside JANUS
-// for this very request, else a new one, streamed to Input.OnText when the caller asked for the
+// agentCall makes one main-model call, streamed to Input.OnText when the caller asked for the
 // text as it comes. streamed reports whether the call's text reached OnText piece by piece.
 func (st *step) agentCall(ctx context.Context, req *hippocam.Request) (_ *hippocam.Response, streamed bool, _ error) {
 	_, canStream := st.e.model.(hippocam.StreamModel)
 	streamed = canStream && st.in.OnText != nil
 	st.partStarted = false
 	t0 := time.Now()
-	if sp := st.takeSpeculation(req); sp != nil {
-		st.res.ModelTime += time.Since(t0)
-		if sp.err != nil {
-			return nil, false, sp.err
-		}
-		st.res.Usage.Add(req.Role, sp.resp.Usage, st.e.cfg.Prices)
-		return sp.resp, streamed, nil
-	}
 	resp, err := st.e.complete(ctx, req, st.in.OnText != nil, func(text string) error { st.emit(text); return nil })
 	if err == nil && streamed && !st.partStarted {
 		st.emitPart(resp.Message.Content) // a stream that sent its text only with the response
@@ -232,6 +223,40 @@ func (st *step) agentCall(ctx context.Context, req *hippocam.Request) (_ *hippoc
 	}
 	st.res.Usage.Add(req.Role, resp.Usage, st.e.cfg.Prices)
 	return resp, streamed, nil
+}
+
+// complete makes one main-model call: streamed when stream is set and the model can stream,
+// with every piece of text passed to piece; otherwise a plain call.
+func (e *Engine) complete(ctx context.Context, req *hippocam.Request, stream bool, piece func(string) error) (*hippocam.Response, error) {
+	if sm, ok := e.model.(hippocam.StreamModel); ok && stream {
+		return sm.CompleteStream(ctx, req, piece)
+	}
+	return e.model.Complete(ctx, req)
+}
+
+// emit passes a piece of the current main response's text to the caller and adds it to the
+// answer: the answer the step keeps is exactly the text the caller received. The text of a
+// response after another one's is set apart by a blank line.
+func (st *step) emit(text string) {
+	if text == "" {
+		return
+	}
+	if !st.partStarted {
+		st.partStarted = true
+		if st.answerText.Len() > 0 {
+			text = "\n\n" + text
+		}
+	}
+	st.answerText.WriteString(text)
+	if st.in.OnText != nil {
+		st.in.OnText(text)
+	}
+}
+
+// emitPart is emit for the whole text of a response that did not stream.
+func (st *step) emitPart(text string) {
+	st.partStarted = false
+	st.emit(text)
 }
 
 // answerRecalls answers the calls of one model answer that called recall or search, in order:

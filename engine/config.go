@@ -59,10 +59,11 @@ type Config struct {
 	// and output): the reserve is the largest of the request's own limit (Input.MaxTokens), MinAnswer and
 	// the quantile of the answers in context. ForWindow sets W/16, at most 4,096.
 	MinAnswer int
-	// Speculate starts the main model's first call of a step together with JANUS
-	// (engine/speculate.go); the answer stands when JANUS leaves the context as it was. On in
-	// ForWindow.
-	Speculate bool
+	// Janus is when JANUS runs against the main model's answer (verdict.go): JanusBeside (the
+	// default, also "") asks it at the same time as the main call, over the same context, and
+	// applies its verdict at the start of the session's next step; JanusGate asks it first and
+	// makes the main call after its verdict is applied, the paper's order.
+	Janus JanusMode
 	// Ablations switch parts of the method off, for the experiments of seed 000 Table 4.
 	Ablations Ablations
 }
@@ -127,7 +128,6 @@ func ForWindow(w int) Config {
 		Prices:        hippocam.DefaultPrices,
 		SharedPrompts: w >= SharedPromptsFrom,
 		MinAnswer:     min(w/16, 4096),
-		Speculate:     true,
 	}
 }
 
@@ -137,6 +137,8 @@ func (c *Config) Validate() error {
 		return hippocam.Errorf(hippocam.EINVALID, "config: "+format, args...)
 	}
 	switch {
+	case c.Janus != "" && c.Janus != JanusBeside && c.Janus != JanusGate:
+		return bad("JANUS mode must be beside or gate, got %q", c.Janus)
 	case c.Structured != "" && c.Structured != hippocam.StructuredAuto && c.Structured != hippocam.StructuredNative && c.Structured != hippocam.StructuredProse:
 		return bad("structured mode must be auto, native or prose, got %q", c.Structured)
 	case c.Window < 512:

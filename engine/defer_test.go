@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/engine"
 )
 
 // Consolidation after the answer changes when the work is done, not what it does: a session
@@ -36,10 +35,8 @@ func TestDeferredConsolidationSameState(t *testing.T) {
 		}
 		got, want := r.c.session(), base.c.session()
 		if mode == consolidateNext {
-			// Its last step's work is still pending: run it as the job would.
-			if got.Pending.Empty() {
-				t.Errorf("mode %d: nothing pending after the last step", mode)
-			}
+			// Its last step's work may still be pending: run it as the job would. (With JANUS
+			// beside the answer, the default, the last step's closings wait for a next step.)
 			res, err := r.c.e.Consolidate(context.Background(), got, hippocam.SessionArchive(r.c.st, "", r.c.id))
 			if err != nil {
 				t.Fatal(err)
@@ -71,7 +68,7 @@ func contextDiff(a, b []hippocam.Message) string {
 // A consolidation job is idempotent: run on a state it has already consolidated, it changes
 // nothing.
 func TestConsolidateTwice(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	c.mode = consolidateNext
 	c.mustUser("#open Read the exports | both exports are read\n!say reading")
 	res := c.mustUser("#close Read the exports\n!say done")

@@ -37,6 +37,8 @@ type Engine struct {
 	// the span is not asked again until it has grown so that a memory of that size would save
 	// Δmin. It lives in memory only; after a restart such a span is tried once more.
 	tooLittle *spanMemo
+	// verdicts holds, by session, the JANUS verdict its last step left (JanusBeside).
+	verdicts *verdicts
 }
 
 // keptSpan is what the engine remembers of a span PALIM could not fold by Δmin: the span's last
@@ -80,7 +82,7 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall),
-		tooLittle: &spanMemo{m: map[string]keptSpan{}}}, nil
+		tooLittle: &spanMemo{m: map[string]keptSpan{}}, verdicts: &verdicts{m: map[string]*verdict{}}}, nil
 }
 
 // Tokens counts text with the engine's tokenizer.
@@ -173,9 +175,12 @@ type Result struct {
 	// RanPending is set when the step found consolidation pending (an earlier step's job had not
 	// run yet) and ran it first; Deferred when it left its own for a job (Input.Defer).
 	RanPending, Deferred bool
-	// Speculation is how the main call started beside JANUS ended: SpeculationStood,
-	// SpeculationRedone, or "" when there was none.
-	Speculation string
+	// Verdict is what became of a JANUS verdict in this step: with JanusGate the step's own,
+	// with JanusBeside the one the session's previous step left (VerdictApplied, VerdictSkip,
+	// VerdictFailed, VerdictDropped), or "" when there was none. VerdictWait is how long the
+	// step waited for that verdict (JanusBeside: its JANUS call was still running).
+	Verdict     string
+	VerdictWait time.Duration
 	// Elapsed is the step's wall time, and ModelTime the part spent waiting for models.
 	Elapsed, ModelTime time.Duration
 }

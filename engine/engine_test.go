@@ -13,7 +13,7 @@ import (
 // The docs/sim.md example, with enough rows that the window fills: the later value wins, a detail is
 // recalled from the archive, and a key nothing names is unknown without any recall.
 func TestStepInvoice(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	c.mustUser("#open Prepare the invoice report | the report is sent\n#open Read the exports | both exports are read\nStart with the exports.")
 	if got := c.session().Stack.Labels(); strings.Join(got, ">") != "Prepare the invoice report>Read the exports" {
 		t.Fatalf("stack = %v", got)
@@ -64,7 +64,7 @@ func TestStepInvoice(t *testing.T) {
 
 // Long sessions stay within the window: every request fits, the prefix folds, nothing is lost.
 func TestStepLongSessionFolds(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	maxReq := 0
 	for k := 0; k < 14; k++ {
 		c.mustUser(fmt.Sprintf("#open Batch %d | batch %d is stored\n!call store {\"batch\":%d}", k, k, k))
@@ -102,7 +102,7 @@ func TestStepLongSessionFolds(t *testing.T) {
 }
 
 func TestStepCapacity(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(3000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(3000), mustSim(t)))
 	c.mustUser("!say hello")
 	before := c.session()
 	_, err := c.user(filler("huge", 300))
@@ -116,7 +116,7 @@ func TestStepCapacity(t *testing.T) {
 }
 
 func TestStepBadInput(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	for name, msgs := range map[string][]hippocam.Message{
 		"ErrEmpty":        nil,
 		"ErrOrphanResult": {{Role: hippocam.RoleTool, Content: "x", ToolCallID: "nope"}},
@@ -164,7 +164,7 @@ func TestComponentFaults(t *testing.T) {
 					out = toolAnswer(tools[role], args)
 				}
 				f := &faulty{inner: mustSim(t), role: role, outputs: []hippocam.Message{out}}
-				cfg := engine.ForWindow(8000)
+				cfg := gateWindow(8000)
 				c := newConversation(t, mustEngine(t, cfg, f))
 				runFaultSession(t, c, role)
 				if want := 1 + cfg.Corrections; f.calls%want != 0 || f.calls == 0 {
@@ -218,7 +218,7 @@ func TestRecallUnknownRef(t *testing.T) {
 		toolAnswer(engine.RecallTool, `{"ref":"r999"}`),
 		{Role: hippocam.RoleAssistant, Content: "nothing there"},
 	}}
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), f))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), f))
 	res := c.mustUser("what was it?")
 	if res.RecallCalls != 1 || len(res.Answer.Trace) != 2 {
 		t.Fatalf("recall calls %d, trace %d; want 1 and 2", res.RecallCalls, len(res.Answer.Trace))
@@ -261,7 +261,7 @@ func (s *scripted) Complete(ctx context.Context, req *hippocam.Request) (*hippoc
 // and the step ends with an answer.
 func TestRecallWithSiblingCalls(t *testing.T) {
 	m := &scripted{inner: mustSim(t)}
-	c := newConversation(t, mustEngine(t, engine.ForWindow(5000), m))
+	c := newConversation(t, mustEngine(t, gateWindow(5000), m))
 	c.mustUser("#open Collect | all collected\n!say start")
 	for i := 0; i < 60; i++ {
 		c.mustUser(fmt.Sprintf("!say item %d of the collection, with a few more words to fill the line", i))
@@ -292,7 +292,7 @@ func TestRecallWithSiblingCalls(t *testing.T) {
 // Many prefix folds keep the tree shallow (balanced folds): the depth grows with the logarithm of
 // the number of folds, and a detail from the first round is still recalled.
 func TestFoldsStayShallow(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(6000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(6000), mustSim(t)))
 	c.mustUser("detail first_secret := s-0001\n!say noted")
 	for k := 0; k < 60; k++ {
 		c.mustUser(fmt.Sprintf("!call look {\"n\":%d}", k))

@@ -91,7 +91,7 @@ func newWireSession(t *testing.T, role hippocam.CallRole, fault func(n int) stri
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	e, err := engine.New(engine.ForWindow(8000), client, tokenizer.MustDefault(), slog.New(slog.NewJSONHandler(&buf, nil)))
+	e, err := engine.New(gateWindow(8000), client, tokenizer.MustDefault(), slog.New(slog.NewJSONHandler(&buf, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

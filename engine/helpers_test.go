@@ -274,3 +274,12 @@ func filler(tag string, n int) string {
 	}
 	return b.String()
 }
+
+// gateWindow is engine.ForWindow(w) with JANUS asked before the main call (engine.JanusGate), the
+// paper's order: for tests that check, one step at a time, what JANUS's verdict does within the
+// step that asked for it. verdict_test.go checks the default order, JANUS beside the answer.
+func gateWindow(w int) engine.Config {
+	cfg := engine.ForWindow(w)
+	cfg.Janus = engine.JanusGate
+	return cfg
+}

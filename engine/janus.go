@@ -142,62 +142,128 @@ func lastShown(context []hippocam.Message) string {
 	return ""
 }
 
-// janus asks JANUS for its operations, validates them as one set (CheckJanus: rejected sets are
-// explained back to it, Corrections times at most) and applies them. It appends the guidance
-// message and returns the intents it closed (innermost first) and the guidance's id.
-//
-// If JANUS fails, the stack stays unchanged, the failure is counted (Result.JanusFailures) and
-// logged, and the step goes on. Whether the messages it was shown count as reviewed depends on
-// why it failed: when it answered with a decision that kept breaking the rules, they do (asking
-// again would give the same answer); when no decision came at all (the call failed, the request
-// did not fit, the answers never parsed), they do not, and the next call reviews them again.
-func (st *step) janus(ctx context.Context) ([]hippocam.Intent, string, error) {
-	guidanceID := "m" + fmt.Sprint(st.s.Seq+1) // the id the guidance will get if appended
-	seen := lastShown(st.s.Context)
-	var next hippocam.IntentStack
-	var closed []hippocam.Intent
-	var ops hippocam.StackOps
-	decided := false
+// janusQuestion is what one JANUS call is asked: its view of the context (janusView), the review
+// lines, and the id of the last message it shows (which it covers once it answers).
+type janusQuestion struct {
+	view         []hippocam.Message
+	review, seen string
+	// guidanceID is the id the guidance would get if it were appended now, and stack the stack
+	// judged: CheckJanus anchors the intents it opens there. A verdict applied later is checked
+	// again with the id its guidance then gets.
+	guidanceID string
+	stack      hippocam.IntentStack
+	end        int
+}
+
+// janusQuestion builds the question for a JANUS call over the context as it stands.
+func (st *step) janusQuestion() janusQuestion {
 	view, review := st.janusView(st.reviewFrom())
-	err := st.contractCall(ctx, hippocam.CallJanus, janusPrompt, view, 0, len(st.s.Context), st.s.Stack, janusInstruction(review), JanusToolSpec, func(args string) error {
+	return janusQuestion{view: view, review: review, seen: lastShown(st.s.Context),
+		guidanceID: "m" + fmt.Sprint(st.s.Seq+1), stack: st.s.Stack, end: len(st.s.Context)}
+}
+
+// janus asks JANUS and applies its verdict at once (JanusGate, the paper's order). It returns the
+// intents JANUS closed (innermost first) and the guidance's id.
+func (st *step) janus(ctx context.Context) ([]hippocam.Intent, string, error) {
+	d := st.askJanus(ctx, st.janusQuestion())
+	if d.err != nil && ctx.Err() != nil {
+		return nil, "", ctx.Err()
+	}
+	return st.applyJanus(d)
+}
+
+// askJanus asks JANUS for its operations and validates them as one set against the stack judged
+// (CheckJanus: rejected sets are explained back to it, Corrections times at most). It changes
+// nothing of the step's state but its usage: applyJanus does.
+func (st *step) askJanus(ctx context.Context, q janusQuestion) janusDecision {
+	d := janusDecision{seen: q.seen}
+	decided := false
+	err := st.contractCall(ctx, hippocam.CallJanus, janusPrompt, q.view, 0, q.end, q.stack, janusInstruction(q.review), JanusToolSpec, func(args string) error {
 		var out JanusOutput
 		if err := decodeArgs(args, &out); err != nil {
 			return err
 		}
 		decided = true
-		ops = out.Ops()
-		var err error
-		next, closed, err = CheckJanus(st.s.Stack, ops, guidanceID, st.e.cfg.MaxDepth)
+		d.ops = out.Ops()
+		_, _, err := CheckJanus(q.stack, d.ops, q.guidanceID, st.e.cfg.MaxDepth)
 		return err
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
-		}
 		var gaveUp *errGaveUp
-		reviewed := errors.As(err, &gaveUp) && decided
-		if reviewed {
-			st.s.Transcript.JanusCovered = seen
+		d.err, d.reviewed = err, errors.As(err, &gaveUp) && decided
+		d.ops = hippocam.StackOps{}
+	}
+	return d
+}
+
+// applyJanus applies a JANUS decision to the step: the guidance message is appended, the stack
+// moves on and the messages JANUS was shown count as reviewed. It returns the intents closed
+// (innermost first) and the id of the message their spans end before (spanOf): the guidance,
+// in the paper's order.
+//
+// If JANUS failed, the stack stays unchanged, the failure is counted (Result.JanusFailures) and
+// logged, and the step goes on. Whether the messages it was shown count as reviewed depends on
+// why it failed: when it answered with a decision that kept breaking the rules, they do (asking
+// again would give the same answer); when no decision came at all (the call failed, the request
+// did not fit, the answers never parsed), they do not, and the next call reviews them again.
+func (st *step) applyJanus(d janusDecision) ([]hippocam.Intent, string, error) {
+	if d.err != nil {
+		if d.reviewed {
+			st.s.Transcript.JanusCovered = d.seen
 		}
 		st.res.JanusFailures++
+		st.res.Verdict = VerdictFailed
 		st.e.log.Warn("intent maintenance failed; stack unchanged", logTenant, st.s.Tenant, logSession, st.s.ID,
-			"error", err, "reviewed", reviewed)
+			"error", d.err, "reviewed", d.reviewed)
 		return nil, "", nil
 	}
-	st.s.Transcript.JanusCovered = seen
-	if ops.Skip() {
+	st.s.Transcript.JanusCovered = d.seen
+	if d.ops.Skip() {
+		st.res.Verdict = VerdictSkip
 		return nil, "", nil
 	}
+	guidanceID := "m" + fmt.Sprint(st.s.Seq+1) // the id the guidance gets, below
+	// The intents it opens begin with the guidance, which in the paper's order comes right
+	// after the messages JANUS judged. A verdict applied a step later (JanusBeside) lands after
+	// the answer and the new messages; the work it names began with that answer, so that is
+	// where they begin: their spans hold the answer and the tool results it led to.
+	// The spans of the intents it closes end where the guidance would have stood too, or,
+	// when the round JANUS judged began with a request of the user's, before that request: it
+	// asked for the next work (spanOf says the same of the paper's order).
+	anchor, end := guidanceID, guidanceID
+	if i := st.s.Index(d.seen); i >= 0 && lastShown(st.s.Context) != d.seen {
+		for _, m := range st.s.Context[i+1:] {
+			if !m.Kind.Hidden() {
+				anchor, end = m.ID, m.ID
+				break
+			}
+		}
+		if r := st.s.Index(d.round); r >= 0 && r <= i && st.s.Context[r].Role == hippocam.RoleUser && st.s.Context[r].Kind == hippocam.KindRaw {
+			end = d.round
+		}
+	}
+	next, closed, err := CheckJanus(st.s.Stack, d.ops, anchor, st.e.cfg.MaxDepth)
+	if err != nil {
+		// Checked against this very stack when it was decided: cannot happen.
+		return nil, "", fmt.Errorf("janus: a checked decision no longer holds: %w", err)
+	}
+	ops := d.ops
 	g := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindGuidance, Content: guidanceText(ops)}
 	g.Tokens = hippocam.MessageTokens(st.e.tok, &g)
 	g.ID = st.s.NextID("m")
 	if g.ID != guidanceID {
-		return nil, "", fmt.Errorf("janus: guidance id %s, intents anchored at %s", g.ID, guidanceID)
+		return nil, "", fmt.Errorf("janus: guidance id %s, expected %s", g.ID, guidanceID)
+	}
+	// The guidance counts as reviewed when it follows the last message JANUS was shown (the
+	// paper's order). A verdict applied a step later (JanusBeside) lands after the answer and the
+	// new messages, which JANUS has not judged yet: its next call starts at them.
+	if lastShown(st.s.Context) == d.seen {
+		st.s.Transcript.JanusCovered = g.ID
 	}
 	st.push(g)
-	st.s.Transcript.JanusCovered = g.ID
 	st.before = st.s.Stack
 	st.s.Stack = next
+	st.res.Verdict = VerdictApplied
 	ev := hippocam.StackEvent{Step: st.s.Version + 1, Guidance: g.Content}
 	for _, c := range closed {
 		ev.Closed = append(ev.Closed, c.Label)
@@ -209,7 +275,10 @@ func (st *step) janus(ctx context.Context) ([]hippocam.Intent, string, error) {
 	if n := len(st.s.StackLog); n > hippocam.MaxStackLog {
 		st.s.StackLog = append([]hippocam.StackEvent(nil), st.s.StackLog[n-hippocam.MaxStackLog:]...)
 	}
-	return closed, g.ID, nil
+	if end == guidanceID {
+		end = g.ID
+	}
+	return closed, end, nil
 }
 
 // guidanceText is the guidance message: JANUS's words, or, when it gave none, a plain statement

@@ -66,7 +66,7 @@ func TestJanusViewBoundedAtLongSession(t *testing.T) {
 	sizes := map[int]int{}
 	for _, n := range []int{1000, 10000} {
 		spy := &janusSpy{inner: mustSim(t)}
-		e := mustEngine(t, engine.ForWindow(32000), spy)
+		e := mustEngine(t, gateWindow(32000), spy)
 		c := newConversation(t, e)
 		history := make([]hippocam.Message, 0, n)
 		for i := 0; len(history) < n; i++ {
@@ -117,7 +117,7 @@ func TestJanusViewBoundedAtLongSession(t *testing.T) {
 // verdict, and acts on the directives of all of them.
 func TestJanusViewAfterFailedCalls(t *testing.T) {
 	spy := &janusSpy{inner: mustSim(t)}
-	c := newConversation(t, mustEngine(t, engine.ForWindow(16000), spy))
+	c := newConversation(t, mustEngine(t, gateWindow(16000), spy))
 	c.mustUser("#open Migrate the service | it runs on the new cluster\n!say starting")
 	spy.failing = true
 	r := c.mustUser("#open Survey the service | its config is read\n!call read_config {}")
@@ -154,7 +154,7 @@ func TestJanusViewAfterFailedCalls(t *testing.T) {
 func TestJanusViewLeavesOutOldestWhenTooMuchIsNew(t *testing.T) {
 	spy := &janusSpy{inner: mustSim(t)}
 	const w = 64000 // room for all of it in the context: nothing folds
-	c := newConversation(t, mustEngine(t, engine.ForWindow(w), spy))
+	c := newConversation(t, mustEngine(t, gateWindow(w), spy))
 	c.mustUser("#open Collect the logs | every log is read\n!say starting")
 	spy.failing = true
 	for i := 0; i < 12; i++ {

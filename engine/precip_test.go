@@ -6,13 +6,12 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/engine"
 )
 
 // Closing an inner intent that began at the same guidance as its parent keeps the parent's first
 // message in the context: the span starts just after it.
 func TestPrecipSharedStart(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	c.mustUser("#open Outer | outer done\n#open Inner | inner done\n!say starting")
 	c.mustUser("inner_fact := 1\n!say noted")
 	res := c.mustUser("#close Inner\n!say inner closed")
@@ -43,7 +42,7 @@ func TestPrecipCoalesce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &faulty{inner: mustSim(t), role: "none"}
-			c := newConversation(t, mustEngine(t, engine.ForWindow(8000), f))
+			c := newConversation(t, mustEngine(t, gateWindow(8000), f))
 			if tc.between {
 				c.mustUser("#open Outer | outer done\n!say go")
 				c.mustUser("outer_fact := 2\n!say noted")
@@ -78,7 +77,7 @@ func TestPrecipCoalesce(t *testing.T) {
 
 // A detail inside one message larger than the room a recall may take comes back through pages.
 func TestRecallPages(t *testing.T) {
-	cfg := engine.ForWindow(8000)
+	cfg := gateWindow(8000)
 	cfg.Quantile = 0   // reserve the smallest round, so that the big round does not eat the room
 	cfg.MinAnswer = 64 // and a small answer room: the big result nearly fills the window
 	// The big result is sized to what the window holds beside the engine's own framing: the
@@ -129,7 +128,7 @@ func TestRecallPages(t *testing.T) {
 // A pressure sweep during the answer (here: after a large recall result) must not fold the span
 // of an intent closed in the same step: PRECIP still consolidates it after the answer.
 func TestPrecipClosedSpanSurvivesSweep(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	c.mustUser("#open Whole task | all done")
 	c.mustUser("#open Read config | config read")
 	c.mustUser("detail k1 := secret-value\n" + filler("cfg", 70))
@@ -156,7 +155,7 @@ func TestPrecipClosedSpanSurvivesSweep(t *testing.T) {
 // A layer whose list of handles alone is larger than the room is listed in parts, each part
 // ending with a handle to the rest of the list; every child stays reachable.
 func TestRecallLongList(t *testing.T) {
-	cfg := engine.ForWindow(4000)
+	cfg := gateWindow(4000)
 	c := newConversation(t, mustEngine(t, cfg, mustSim(t)))
 	c.mustUser("#open Collect | all collected\n!say start")
 	for i := 0; i < 150; i++ {
@@ -177,7 +176,7 @@ func TestRecallLongList(t *testing.T) {
 // A user's new request that leads JANUS to close an intent opens the next work: the closed
 // span ends before it, so the memory does not swallow the question the step is answering.
 func TestPrecipSpanEndsBeforeTheNewRequest(t *testing.T) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	c.mustUser("#open Fix | fix done\n!say starting")
 	c.mustUser("fix_fact := 1\n!say noted")
 	res := c.mustUser("#close Fix\nNow a new question for the standup.\n!say closed")

@@ -64,7 +64,7 @@ func TestRevisionsWinVisibly(t *testing.T) {
 }
 
 func revisionsWinVisibly(t *testing.T, rounds [3]int) {
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	for i, price := range []int{19, 29, 33} {
 		c.mustUser(fmt.Sprintf("#open Round %d | the price is set\n!say opened", i))
 		c.mustUser(fmt.Sprintf("!call read_price {\"round\":%d}", i))

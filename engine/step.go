@@ -40,8 +40,9 @@ type step struct {
 	frame     [2]int
 	reserve   int
 	janusDone bool
-	// spec is the main-model call started beside JANUS, until the answer loop settles it.
-	spec *speculation
+	// next is the JANUS call running beside this step's answer (JanusBeside), kept for the
+	// session's next step once this one succeeds.
+	next *verdict
 	// answerText is the answer's text so far: the text of every main response of the step (the
 	// part passed to Input.OnText); partStarted is set once the current response added to it.
 	answerText  strings.Builder
@@ -68,7 +69,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	began := time.Now()
 	st := e.newStep(s, arch, in)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
-	defer st.abandon()
+	defer st.dropNext() // a JANUS call still held by the step here belongs to a failed step
 	// Consolidation an earlier step left and no job has run yet comes first: the paper's step
 	// never sees a closed span that is not consolidated.
 	if err := st.runPending(ctx); err != nil {
@@ -81,16 +82,27 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	} else if err := st.appendInputs(ctx); err != nil {
 		return nil, err
 	}
+	// Lines 2-3 as JanusBeside runs them (verdict.go): the verdict JANUS reached beside the
+	// previous step's answer is applied now, after this step's new messages.
+	var closed []hippocam.Intent
+	var guidance string
+	if st.beside() {
+		var err error
+		if closed, guidance, err = st.takeVerdict(ctx); err != nil {
+			return nil, err
+		}
+		st.janusDone, st.closing = true, closed // the closed spans stay protected until PRECIP
+	}
 	// Alg. 1 line 1: pressure control before anything reads the context.
 	if err := st.pressureControl(ctx); err != nil {
 		return nil, err
 	}
-	// Lines 2-3: JANUS, then the validated stack and its guidance (not with the flat-summary
-	// ablation, which keeps no intents).
-	var closed []hippocam.Intent
-	var guidance string
-	st.speculate(ctx)
-	if !e.cfg.Ablations.FlatSummary {
+	if st.beside() {
+		// JANUS judges this context while the main model answers it.
+		st.startJanus(ctx)
+	} else if !e.cfg.Ablations.FlatSummary {
+		// Lines 2-3 in the paper's order: JANUS, then the validated stack and its guidance (not
+		// with the flat-summary ablation, which keeps no intents).
 		var err error
 		if closed, guidance, err = st.janus(ctx); err != nil {
 			return nil, err
@@ -109,6 +121,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	} else if err := st.consolidateClosed(ctx, closed, guidance, st.before.Labels()); err != nil {
 		return nil, err
 	}
+	st.register()
 	return st.result(began), nil
 }
 

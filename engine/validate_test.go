@@ -122,7 +122,7 @@ func TestBadComponentOutput(t *testing.T) {
 	for _, role := range []hippocam.CallRole{hippocam.CallJanus, hippocam.CallPrecip, hippocam.CallPalim} {
 		for _, bad := range badOutputs(role) {
 			t.Run(string(role)+"/"+bad.kind, func(t *testing.T) {
-				cfg := engine.ForWindow(8000)
+				cfg := gateWindow(8000)
 				f := &byCall{inner: mustSim(t), role: role, script: func(int, *hippocam.Request) *reply { return &reply{msg: bad.out} }}
 				if role == hippocam.CallJanus {
 					// The first JANUS call is the simulated one and opens two intents; every
@@ -255,7 +255,7 @@ func TestCheckJanus(t *testing.T) {
 }
 
 func TestConfigMaxDepth(t *testing.T) {
-	cfg := engine.ForWindow(8000)
+	cfg := gateWindow(8000)
 	if cfg.MaxDepth != engine.DefaultMaxDepth || engine.DefaultMaxDepth != 8 {
 		t.Fatalf("MaxDepth = %d, want the default 8", cfg.MaxDepth)
 	}

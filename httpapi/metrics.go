@@ -33,7 +33,8 @@ type Metrics struct {
 	firstText      prometheus.Histogram
 	cutOffs        prometheus.Counter
 	waits          *prometheus.CounterVec
-	speculative    *prometheus.CounterVec
+	verdicts       *prometheus.CounterVec
+	verdictWait    prometheus.Histogram
 	jobs           *prometheus.CounterVec
 	consolidJobs   *prometheus.CounterVec
 	routing        *prometheus.CounterVec
@@ -74,8 +75,10 @@ func NewMetrics() *Metrics {
 	}
 	m.waits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidation_waits_total",
 		Help: "Steps whose answer waited for their session's pending consolidation, each counted once: it waited for the consolidation job a worker was running (how=running), or ran the work of a job no worker had taken yet before answering (how=inline). Jobs workers run after the answer are not waits (hippocam_consolidation_jobs_total)."}, []string{"how"})
-	m.speculative = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_speculative_total",
-		Help: "Steps whose main call started beside JANUS, by outcome: stood (JANUS left the context as it was) or redone (the call was made again)."}, []string{"outcome"})
+	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_janus_verdicts_total",
+		Help: "JANUS verdicts by what the step that took them did: applied (the stack changed), skip, failed (stack unchanged), dropped (the session had moved on; judged again). With --janus beside a step takes the verdict its session's previous step left."}, []string{"result"})
+	m.verdictWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_janus_verdict_wait_seconds",
+		Help: "Time steps waited for the JANUS verdict their session's previous step left (--janus beside), observed for steps that waited.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)})
 	m.jobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_jobs_total",
 		Help: "Consolidation jobs by outcome: done, or failed (put back in the queue to run again)."}, []string{"outcome"})
 	m.consolidJobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidation_jobs_total",
@@ -86,7 +89,7 @@ func NewMetrics() *Metrics {
 		Help: "Tokens of the advisories put into task contexts."})
 	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_learn_outcomes_total",
 		Help: "Task outcomes by what became of the cluster update: queued, done (?wait=1), none (no cluster), failed."}, []string{"update"})
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.speculative, m.jobs, m.consolidJobs, m.routing, m.advisory, m.outcomes,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.verdicts, m.verdictWait, m.jobs, m.consolidJobs, m.routing, m.advisory, m.outcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
@@ -138,8 +141,11 @@ func (m *Metrics) observeJob(res *engine.Result, err error) {
 
 // observeStep counts the model calls and consolidations of a step or of a consolidation job.
 func (m *Metrics) observeStep(res *engine.Result) {
-	if res.Speculation != "" {
-		m.speculative.WithLabelValues(res.Speculation).Inc()
+	if res.Verdict != "" {
+		m.verdicts.WithLabelValues(res.Verdict).Inc()
+	}
+	if res.VerdictWait > 0 {
+		m.verdictWait.Observe(res.VerdictWait.Seconds())
 	}
 	for role, u := range res.Usage {
 		r := string(role)

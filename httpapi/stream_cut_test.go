@@ -163,7 +163,6 @@ func TestStreamUpstreamErrorEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	ecfg := engine.ForWindow(8000)
-	ecfg.Speculate = false
 	e, err := engine.New(ecfg, model, tokenizer.MustDefault(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -85,7 +85,6 @@ func newStreamServer(t *testing.T, window, sendBuf int, edit func(*httpapi.Confi
 	t.Helper()
 	m := newGatedModel()
 	ecfg := engine.ForWindow(window)
-	ecfg.Speculate = false // one main call per step, so that the gate holds the step's only one
 	e, err := engine.New(ecfg, m, tokenizer.MustDefault(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -41,9 +41,9 @@ type Stats struct {
 	// WaitsRunning counts requests that had to wait for a consolidation job of their session
 	// that was running; WaitsInline those that found consolidation pending and ran it first.
 	WaitsRunning, WaitsInline int64
-	// SpeculationStood and SpeculationRedone count steps whose main call started beside JANUS
-	// and stood, or had to be made again.
-	SpeculationStood, SpeculationRedone int64
+	// VerdictWaits counts steps that waited for the JANUS verdict their session's previous step
+	// left (engine.JanusBeside): its call was still running when they began.
+	VerdictWaits int64
 	// JobsDone counts jobs run to the end; JobsFailed runs that failed and were put back.
 	JobsDone, JobsFailed int64
 	// Stateless counts task starts the router could not route (they ran without memory);
@@ -63,7 +63,7 @@ type Stats struct {
 }
 
 type stats struct {
-	waitsRunning, waitsInline, stood, redone, jobsDone, jobsFailed atomic.Int64
+	waitsRunning, waitsInline, verdictWaits, jobsDone, jobsFailed atomic.Int64
 	stateless, learned, jobsGaveUp                                 atomic.Int64
 	lessonsAdded, lessonsMerged, lessonsSuperseded                 atomic.Int64
 	// lagNanos and lagged add up how long jobs waited from being queued to being run.
@@ -82,7 +82,7 @@ func (st *stats) lessonEvents(ev map[string]int) {
 func (s *Service) Stats() Stats {
 	return Stats{
 		WaitsRunning: s.stats.waitsRunning.Load(), WaitsInline: s.stats.waitsInline.Load(),
-		SpeculationStood: s.stats.stood.Load(), SpeculationRedone: s.stats.redone.Load(),
+		VerdictWaits: s.stats.verdictWaits.Load(),
 		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
 		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),

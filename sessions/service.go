@@ -829,10 +829,7 @@ func (s *Service) count(res *engine.Result) {
 	if res.RanPending {
 		s.stats.waitsInline.Add(1)
 	}
-	switch res.Speculation {
-	case engine.SpeculationStood:
-		s.stats.stood.Add(1)
-	case engine.SpeculationRedone:
-		s.stats.redone.Add(1)
+	if res.VerdictWait > 0 {
+		s.stats.verdictWaits.Add(1)
 	}
 }

@@ -68,10 +68,10 @@ type ServeCommand struct {
 	// renewal: a server killed mid-job leaves it to the others (or to itself, restarted) that long.
 	JobLease time.Duration
 	// Workers run consolidation jobs; InlineConsolidation consolidates before answering
-	// instead; NoSpeculate starts the main call only after JANUS.
+	// instead; Janus is when JANUS runs (beside the main call, or before it: gate).
 	Workers             int
 	InlineConsolidation bool
-	NoSpeculate         bool
+	Janus               string
 	// SQLiteSynchronous is SQLite's synchronous setting (FULL, or NORMAL: about twice the
 	// commits per second under concurrency, but a power loss may lose the last commits).
 	SQLiteSynchronous string
@@ -141,7 +141,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of a task's advisory (default W/4)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
-	speculate := fs.Bool("speculate", true, "start the main model's call together with JANUS; it is made again only when JANUS changes the context")
+	fs.StringVar(&c.Janus, "janus", string(engine.JanusBeside), "when JANUS keeps the intent stack: beside (asked at the same time as the main model; its verdict applies from the session's next step, so no answer waits for it) or gate (asked first; the main call waits for its verdict, the paper's order)")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", openai.DefaultTimeout, "the longest an attempt at the upstream may take until its answer starts (a whole answer: all of it; a stream: its first line)")
 	fs.DurationVar(&c.UpstreamIdleTimeout, "upstream-idle-timeout", openai.DefaultIdleTimeout, "the longest pause between two lines of an upstream stream that has begun; a stream that keeps coming is never cut")
 	fs.IntVar(&c.UpstreamRetries, "upstream-retries", openai.DefaultMaxRetries, "how many times a failed upstream attempt is repeated (network errors, timeouts, 408, 409, 429, 5xx; a stream only until its text began)")
@@ -149,7 +149,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c.NoSpeculate = !*speculate
+	if m := engine.JanusMode(c.Janus); m != engine.JanusBeside && m != engine.JanusGate {
+		return fmt.Errorf("--janus must be beside or gate, not %q", c.Janus)
+	}
 	if _, err := hippocam.ParseStructuredMode(c.Structured); err != nil {
 		return fmt.Errorf("--structured must be auto, native or prose, not %q", c.Structured)
 	}
@@ -234,7 +236,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		upstream = rec.Model(upstream)
 	}
 	ecfg := engine.ForWindow(c.Window)
-	ecfg.Speculate = !c.NoSpeculate
+	ecfg.Janus = engine.JanusMode(c.Janus)
 	structured, err := hippocam.ParseStructuredMode(c.Structured)
 	if err != nil {
 		return err

@@ -193,7 +193,7 @@ func newRunner(cfg Config) (*runner, error) {
 	ecfg := engine.ForWindow(cfg.Window)
 	// The main call and JANUS run one after the other: calls made side by side would reach the
 	// shared prompt cache in an order that varies from run to run.
-	ecfg.Speculate = false
+	ecfg.Janus = engine.JanusGate
 	ecfg.Prices = cfg.Prices
 	eng, err := engine.New(ecfg, meter, tok, cfg.Log)
 	if err != nil {
