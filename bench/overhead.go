@@ -8,6 +8,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -105,6 +106,9 @@ type OverheadConfig struct {
 	// context benchmark's; at least 6,000); the agentic workload is generated at 16 W, and the
 	// run stops early when its steps run out.
 	ProviderWindow int
+	// ProviderJanus is the JANUS mode of the proxy the provider run measures (serve --janus;
+	// "" is the default, beside). StartProxy receives it.
+	ProviderJanus string
 	// ProviderOnly runs the provider run alone: no zero-latency rows, throughput or RECALL.
 	ProviderOnly bool
 	// Quick selects the smaller defaults, for CI.
@@ -355,8 +359,8 @@ func (r *OverheadReport) zeroLatencyMarkdown(b *strings.Builder) {
 // markdown renders the provider run: time to first byte and total time against the bare proxy,
 // with the targets, then what the steps waited for.
 func (p *OverheadProvider) markdown(b *strings.Builder) {
-	fmt.Fprintf(b, "Provider latency %.0f ms to first byte, %g tokens/s; %d streamed steps of the %s workload, W = %d, the agent's tools taking %.0f ms:\n\n",
-		p.UpstreamTTFTMs, p.UpstreamTokensPerSecond, p.Steps, p.Workload, p.ContextWindow, p.ToolTimeMs)
+	fmt.Fprintf(b, "Provider latency %.0f ms to first byte, %g tokens/s; %d streamed steps of the %s workload, W = %d, the agent's tools taking %.0f ms, JANUS %s:\n\n",
+		p.UpstreamTTFTMs, p.UpstreamTokensPerSecond, p.Steps, p.Workload, p.ContextWindow, p.ToolTimeMs, p.Janus)
 	b.WriteString("| | Hippocam ms | bare ms | ratio | target |\n|---|---:|---:|---:|---|\n")
 	row := func(what string, hip, bare, ratio, target float64) {
 		verdict := "—"
@@ -368,13 +372,17 @@ func (p *OverheadProvider) markdown(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| %s | %.1f | %.1f | %.2f× | %s |\n", what, hip, bare, ratio, verdict)
 	}
-	row("time to first byte p50", p.TTFBP50Ms, p.BareTTFBP50Ms, p.RatioTTFBP50, TargetRatioTTFBP50)
+	ttfb50 := TargetRatioTTFBP50
+	if p.ToolTimeMs == 0 {
+		ttfb50 = TargetRatioTTFBP50NoToolTime
+	}
+	row("time to first byte p50", p.TTFBP50Ms, p.BareTTFBP50Ms, p.RatioTTFBP50, ttfb50)
 	row("time to first byte p99", p.TTFBP99Ms, p.BareTTFBP99Ms, p.RatioTTFBP99, TargetRatioTTFBP99)
 	row("total p50", p.TotalP50Ms, p.BareTotalP50Ms, p.RatioTotalP50, TargetRatioTotalP50)
 	row("total p99", p.TotalP99Ms, p.BareTotalP99Ms, p.RatioTotalP99, 0)
 	fmt.Fprintf(b, "\nSteps that waited for consolidation: %.1f %% (%d for a running job, %d ran it themselves); "+
-		"consolidation jobs run after the answer: %d; main calls made again after speculative JANUS: %.1f %% (%d, %d stood); %d consolidations; %.2f upstream calls per step (%s).\n",
-		100*p.ShareWaited, p.WaitsRunning, p.WaitsInline, p.ConsolidationJobs, 100*p.ShareRedone, p.SpeculativeRedone, p.SpeculativeStood,
+		"consolidation jobs run after the answer: %d; steps that waited for the previous JANUS verdict: %.1f %% (%d); %d consolidations; %.2f upstream calls per step (%s).\n",
+		100*p.ShareWaited, p.WaitsRunning, p.WaitsInline, p.ConsolidationJobs, 100*p.ShareVerdictWaited, p.VerdictWaits,
 		p.Consolidations, p.UpstreamCallsPerStep, rolesText(p.UpstreamCallsByRole))
 }
 
@@ -815,15 +823,17 @@ const providerSession = "provider"
 
 // StartProxy starts a Hippocam proxy whose upstream is the OpenAI-compatible base URL upstream
 // (ending in /v1), with context window window, and returns the proxy's base URL (no /v1) and a
-// function that stops it and removes what it stored.
-type StartProxy func(ctx context.Context, upstream string, window int) (base string, stop func() error, err error)
+// function that stops it and removes what it stored. janus is its JANUS mode ("": the default).
+type StartProxy func(ctx context.Context, upstream string, window int, janus string) (base string, stop func() error, err error)
 
 // The Prometheus series the provider run reads from the proxy's /metrics. A series the proxy
 // does not expose counts as 0.
 const (
-	metricWaits       = "hippocam_consolidation_waits_total" // steps whose answer waited for consolidation, by how
-	metricJobs        = "hippocam_consolidation_jobs_total"  // consolidation jobs workers ran, by result
-	metricSpeculative = "hippocam_speculative_total"
+	metricWaits = "hippocam_consolidation_waits_total" // steps whose answer waited for consolidation, by how
+	metricJobs  = "hippocam_consolidation_jobs_total"  // consolidation jobs workers ran, by result
+	// metricVerdictWaits counts the steps that waited for their session's previous JANUS
+	// verdict (--janus beside): the observations of the wait histogram.
+	metricVerdictWaits = "hippocam_janus_verdict_wait_seconds_count"
 )
 
 // OverheadProvider is the provider run: Steps steps of the agentic workload, each request sent
@@ -856,11 +866,13 @@ type OverheadProvider struct {
 	WaitsInline             int     `json:"consolidation_waits_inline"`
 	// ConsolidationJobs counts the jobs workers ran after the answer that did pending work;
 	// they kept no answer waiting and are not in ShareWaited.
-	ConsolidationJobs    int            `json:"consolidation_jobs"`
-	SpeculativeStood     int            `json:"speculative_stood"`
-	SpeculativeRedone    int            `json:"speculative_redone"`
+	ConsolidationJobs int `json:"consolidation_jobs"`
+	// Janus is the proxy's JANUS mode (serve --janus), and VerdictWaits the steps that waited
+	// for the previous step's JANUS verdict (beside), ShareVerdictWaited their share.
+	Janus                string         `json:"janus"`
+	VerdictWaits         int            `json:"verdict_waits"`
 	ShareWaited          float64        `json:"share_waited"`
-	ShareRedone          float64        `json:"share_redone"`
+	ShareVerdictWaited   float64        `json:"share_verdict_waited"`
 	Consolidations       int            `json:"consolidations"`
 	UpstreamCallsPerStep float64        `json:"upstream_calls_per_step"`
 	UpstreamCallsByRole  map[string]int `json:"upstream_calls_by_role"`
@@ -879,12 +891,15 @@ type OverheadStep struct {
 	BareTotalMs float64 `json:"bare_total_ms"`
 }
 
-// Targets of the provider run (issue 9), reported, not asserted: Hippocam's TTFB p50 and total
-// p50 within 1.15× the bare proxy's, its TTFB p99 within 2×.
+// Targets of the provider run, reported, not asserted: Hippocam's time to first byte within 1.1×
+// the bare proxy's at the median and 2× at p99 when the agent's tools take time (1 s), within
+// 1.5× at the median when they take none (the next request then comes while the last step's
+// JANUS call and consolidation may still run); total p50 within 1.15×.
 const (
-	TargetRatioTTFBP50  = 1.15
-	TargetRatioTTFBP99  = 2
-	TargetRatioTotalP50 = 1.15
+	TargetRatioTTFBP50           = 1.1
+	TargetRatioTTFBP50NoToolTime = 1.5
+	TargetRatioTTFBP99           = 2
+	TargetRatioTotalP50          = 1.15
 )
 
 // providerRig is the provider run's servers: the paced simulated model, Hippocam in front of it
@@ -900,7 +915,7 @@ type providerRig struct {
 	calls map[string]int
 }
 
-func newProviderRig(ctx context.Context, lat sim.Latency, window int, start StartProxy) (_ *providerRig, err error) {
+func newProviderRig(ctx context.Context, lat sim.Latency, window int, janus string, start StartProxy) (_ *providerRig, err error) {
 	tok, err := tokenizer.Default()
 	if err != nil {
 		return nil, err
@@ -934,7 +949,7 @@ func newProviderRig(ctx context.Context, lat sim.Latency, window int, start Star
 	if start == nil {
 		start = startInProcessProxy
 	}
-	if r.hippo, r.stop, err = start(ctx, r.up.URL+"/v1", window); err != nil {
+	if r.hippo, r.stop, err = start(ctx, r.up.URL+"/v1", window, janus); err != nil {
 		return nil, fmt.Errorf("start the proxy: %w", err)
 	}
 	return r, nil
@@ -955,7 +970,7 @@ func (r *providerRig) Close() {
 
 // startInProcessProxy is the StartProxy of a run that names none: the httpapi server with the
 // engine and a SQLite store in a temporary directory, as the zero-latency rows build it.
-func startInProcessProxy(ctx context.Context, upstream string, window int) (string, func() error, error) {
+func startInProcessProxy(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
 	tok, err := tokenizer.Default()
 	if err != nil {
 		return "", nil, err
@@ -980,7 +995,9 @@ func startInProcessProxy(ctx context.Context, upstream string, window int) (stri
 	if err != nil {
 		return fail(err)
 	}
-	e, err := engine.New(engine.ForWindow(window), client, tok, nil)
+	ecfg := engine.ForWindow(window)
+	ecfg.Janus = engine.JanusMode(janus)
+	e, err := engine.New(ecfg, client, tok, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -1006,7 +1023,7 @@ func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) 
 	if err != nil {
 		return nil, err
 	}
-	rig, err := newProviderRig(ctx, lat, c.ProviderWindow, c.StartProxy)
+	rig, err := newProviderRig(ctx, lat, c.ProviderWindow, c.ProviderJanus, c.StartProxy)
 	if err != nil {
 		return nil, err
 	}
@@ -1016,7 +1033,7 @@ func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) 
 		return nil, err
 	}
 	w := Agentic(1, 16*c.ProviderWindow, tok)
-	p := &OverheadProvider{UpstreamTTFTMs: float64(lat.TTFT.Milliseconds()), UpstreamTokensPerSecond: lat.TokensPerSecond,
+	p := &OverheadProvider{Janus: cmp.Or(c.ProviderJanus, string(engine.JanusBeside)), UpstreamTTFTMs: float64(lat.TTFT.Milliseconds()), UpstreamTokensPerSecond: lat.TokensPerSecond,
 		Workload: w.Name, ContextWindow: c.ProviderWindow, ToolTimeMs: float64(c.ProviderToolTime.Milliseconds())}
 	var hip, bare [2]timings // time to first content byte, total
 	var history []wire.ChatMessage
@@ -1087,11 +1104,11 @@ func (p *OverheadProvider) count(before, after promSeries, calls map[string]int)
 	}
 	p.WaitsRunning, p.WaitsInline = delta(metricWaits, "how", "running"), delta(metricWaits, "how", "inline")
 	p.ConsolidationJobs = delta(metricJobs, "result", "consolidated")
-	p.SpeculativeStood, p.SpeculativeRedone = delta(metricSpeculative, "outcome", "stood"), delta(metricSpeculative, "outcome", "redone")
+	p.VerdictWaits = delta(metricVerdictWaits, "", "")
 	p.Consolidations = delta("hippocam_consolidations_total", "", "")
 	steps := float64(max(1, p.Steps))
 	p.ShareWaited = math.Round(float64(p.WaitsRunning+p.WaitsInline)/steps*1000) / 1000
-	p.ShareRedone = math.Round(float64(p.SpeculativeRedone)/steps*1000) / 1000
+	p.ShareVerdictWaited = math.Round(float64(p.VerdictWaits)/steps*1000) / 1000
 	p.UpstreamCallsByRole = calls
 	total := 0
 	for _, n := range calls {

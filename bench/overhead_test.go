@@ -280,12 +280,12 @@ func TestRunOverheadProvider(t *testing.T) {
 	const ttft = 60 * time.Millisecond
 	var started atomic.Int32
 	cfg := OverheadConfig{ProviderOnly: true, ProviderSteps: 6, Provider: sim.Latency{TTFT: ttft, TokensPerSecond: 4000},
-		StartProxy: func(ctx context.Context, upstream string, window int) (string, func() error, error) {
+		StartProxy: func(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
 			started.Add(1)
 			if window != DefaultProviderWindow || !strings.HasSuffix(upstream, "/v1") {
 				t.Errorf("the proxy is started with window %d and upstream %q", window, upstream)
 			}
-			return startInProcessProxy(ctx, upstream, window)
+			return startInProcessProxy(ctx, upstream, window, janus)
 		}}
 	rep, err := RunOverhead(t.Context(), cfg)
 	if err != nil {
@@ -321,11 +321,11 @@ func TestRunOverheadProvider(t *testing.T) {
 	if p.UpstreamCallsByRole["agent"] < p.Steps || p.UpstreamCallsByRole["janus"] < 1 || p.UpstreamCallsPerStep < 1 {
 		t.Errorf("upstream calls %v (%v per step)", p.UpstreamCallsByRole, p.UpstreamCallsPerStep)
 	}
-	if p.ShareWaited < 0 || p.ShareWaited > 1 || p.ShareRedone < 0 || p.ShareRedone > 1 {
-		t.Errorf("shares waited %v, redone %v", p.ShareWaited, p.ShareRedone)
+	if p.ShareWaited < 0 || p.ShareWaited > 1 || p.ShareVerdictWaited < 0 || p.ShareVerdictWaited > 1 || p.Janus != "beside" {
+		t.Errorf("shares waited %v, for a verdict %v (JANUS %q)", p.ShareWaited, p.ShareVerdictWaited, p.Janus)
 	}
 	md := rep.Markdown()
-	if !strings.Contains(md, "time to first byte p50") || !strings.Contains(md, "≤ 1.15×") {
+	if !strings.Contains(md, "time to first byte p50") || !strings.Contains(md, "≤ 1.5×") {
 		t.Errorf("markdown:\n%s", md)
 	}
 	ttfbSVG, totalSVG, ok := ProviderPlots(p)
@@ -356,7 +356,7 @@ hippocam_recall_calls_total 7 1700000000000
 		{metricWaits, "how", "inline", 3},
 		{metricWaits, "", "", 6.5},
 		{"hippocam_recall_calls_total", "", "", 7},
-		{metricSpeculative, "outcome", "redone", 0},
+		{metricVerdictWaits, "", "", 0},
 	} {
 		if got := s.sum(c.name, c.label, c.value); got != c.want {
 			t.Errorf("%s{%s=%q}: %v, want %v", c.name, c.label, c.value, got, c.want)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestPoliciesOrder(t *testing.T) {
-	want := []string{"hippocam", "hippocam-no-prefix", "hippocam-no-recall", "flat-summary", "truncate", "full", "retrieve-prepend"}
+	want := []string{"hippocam", "hippocam-gate", "hippocam-no-prefix", "hippocam-no-recall", "flat-summary", "truncate", "full", "retrieve-prepend"}
 	ps := bench.Policies()
 	if len(ps) != len(want) {
 		t.Fatalf("%d policies, want %d", len(ps), len(want))

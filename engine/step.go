@@ -69,7 +69,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	began := time.Now()
 	st := e.newStep(s, arch, in)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
-	defer st.dropNext() // a JANUS call still held by the step here belongs to a failed step
+	defer st.dropNext()                     // a JANUS call still held by the step here belongs to a failed step
 	// Consolidation an earlier step left and no job has run yet comes first: the paper's step
 	// never sees a closed span that is not consolidated.
 	if err := st.runPending(ctx); err != nil {
@@ -91,7 +91,9 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 		if closed, guidance, err = st.takeVerdict(ctx); err != nil {
 			return nil, err
 		}
-		st.janusDone, st.closing = true, closed // the closed spans stay protected until PRECIP
+		// What JANUS closes is known now: pressure control keeps room for PRECIP's request only
+		// when something closed (componentNeed). JANUS's own request is a bounded view.
+		st.janusDone, st.closing = len(closed) == 0, closed // the closed spans stay protected until PRECIP
 	}
 	// Alg. 1 line 1: pressure control before anything reads the context.
 	if err := st.pressureControl(ctx); err != nil {

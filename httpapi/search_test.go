@@ -22,7 +22,7 @@ func TestChatSearchStaysInside(t *testing.T) {
 			name = "Streamed"
 		}
 		t.Run(name, func(t *testing.T) {
-			s := newServer(t, 8000, nil)
+			s := newGateServer(t, 8000, nil)
 			a := &agent{t: t, s: s, session: "search-" + strings.ToLower(name)}
 			a.user(stream, "#open Meet the owner | the owner is met\n!say meeting")
 			a.user(stream, "The owner of the shop is called Dana.\n!say noted")

@@ -62,6 +62,21 @@ type testServer struct {
 
 func newServer(t testing.TB, window int, keys map[string]string) *testServer {
 	t.Helper()
+	return newServerWith(t, engine.ForWindow(window), keys)
+}
+
+// newGateServer is newServer with JANUS asked before the main call (the paper's order), for
+// tests that need an intent consolidated in the very step that closes it.
+func newGateServer(t testing.TB, window int, keys map[string]string) *testServer {
+	t.Helper()
+	ecfg := engine.ForWindow(window)
+	ecfg.Janus = engine.JanusGate
+	return newServerWith(t, ecfg, keys)
+}
+
+// newServerWith is newServer with the engine's configuration.
+func newServerWith(t testing.TB, ecfg engine.Config, keys map[string]string) *testServer {
+	t.Helper()
 	up := newUpstream(t)
 	cfg := openai.DefaultConfig()
 	cfg.BaseURL, cfg.Model, cfg.MaxRetries = up.URL+"/v1", "hippocam-sim", 0
@@ -69,7 +84,7 @@ func newServer(t testing.TB, window int, keys map[string]string) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.ForWindow(window), model, tokenizer.MustDefault(), nil)
+	e, err := engine.New(ecfg, model, tokenizer.MustDefault(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +350,7 @@ func TestChatBadInputChangesNothing(t *testing.T) {
 // Keys: 401 without one; tenants cannot read, recall from or write into each other's sessions,
 // even under the same session name; delete removes everything.
 func TestTenantsAndDelete(t *testing.T) {
-	s := newServer(t, 8000, map[string]string{"ka": "alice", "kb": "bob"})
+	s := newGateServer(t, 8000, map[string]string{"ka": "alice", "kb": "bob"})
 	if r := s.do(t, "GET", "/api/sessions", "", "", nil); r.status != 401 {
 		t.Fatalf("no key: status %d", r.status)
 	}

@@ -27,7 +27,9 @@ func newDeferringServer(t *testing.T) (*testServer, *sessions.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.ForWindow(8000), model, tokenizer.MustDefault(), nil)
+	ecfg := engine.ForWindow(8000)
+	ecfg.Janus = engine.JanusGate // the waits it counts follow the steps that close intents
+	e, err := engine.New(ecfg, model, tokenizer.MustDefault(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,22 @@ func newInlineService(tb testing.TB, window int) (*sessions.Service, hippocam.St
 	return newInlineServiceOver(tb, window, inmem.New())
 }
 
+// gateConfig is engine.ForWindow(window) with JANUS asked before the main call (the paper's
+// order), for tests that need an intent's consolidation in the very step that closes it.
+func gateConfig(window int) engine.Config {
+	cfg := engine.ForWindow(window)
+	cfg.Janus = engine.JanusGate
+	return cfg
+}
+
 // newInlineServiceOver is newInlineService over the given store.
 func newInlineServiceOver(tb testing.TB, window int, st hippocam.Store) (*sessions.Service, hippocam.Store) {
+	tb.Helper()
+	return newInlineServiceWith(tb, engine.ForWindow(window), st)
+}
+
+// newInlineServiceWith is newInlineServiceOver with the engine's configuration.
+func newInlineServiceWith(tb testing.TB, ecfg engine.Config, st hippocam.Store) (*sessions.Service, hippocam.Store) {
 	tb.Helper()
 	tok := tokenizer.MustDefault()
 	model, err := openai.New(openai.Config{BaseURL: "http://sim.local/v1", Model: sim.ModelID,
@@ -33,7 +47,7 @@ func newInlineServiceOver(tb testing.TB, window int, st hippocam.Store) (*sessio
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e, err := engine.New(engine.ForWindow(window), model, tok, nil)
+	e, err := engine.New(ecfg, model, tok, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -335,7 +349,7 @@ func TestForkDeferredConsolidation(t *testing.T) {
 // A client that rewinds inside a fork forks from that fork, where its history is: the new
 // fork takes over the fork's consolidations, not only the shared part of the first session.
 func TestForkOfAFork(t *testing.T) {
-	svc, st := newInlineService(t, 8000)
+	svc, st := newInlineServiceWith(t, gateConfig(8000), inmem.New())
 	ctx := context.Background()
 	c, _ := longSession(t, svc, "ff", 20)
 	// Rewind to the start of the session's second half and go on there, long enough to fold.

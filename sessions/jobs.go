@@ -64,8 +64,8 @@ type Stats struct {
 
 type stats struct {
 	waitsRunning, waitsInline, verdictWaits, jobsDone, jobsFailed atomic.Int64
-	stateless, learned, jobsGaveUp                                 atomic.Int64
-	lessonsAdded, lessonsMerged, lessonsSuperseded                 atomic.Int64
+	stateless, learned, jobsGaveUp                                atomic.Int64
+	lessonsAdded, lessonsMerged, lessonsSuperseded                atomic.Int64
 	// lagNanos and lagged add up how long jobs waited from being queued to being run.
 	lagNanos, lagged         atomic.Int64
 	configured, configFailed atomic.Int64
@@ -83,7 +83,7 @@ func (s *Service) Stats() Stats {
 	return Stats{
 		WaitsRunning: s.stats.waitsRunning.Load(), WaitsInline: s.stats.waitsInline.Load(),
 		VerdictWaits: s.stats.verdictWaits.Load(),
-		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
+		JobsDone:     s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
 		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),
 		JobLag: time.Duration(s.stats.lagNanos.Load()), JobsStarted: s.stats.lagged.Load(),

@@ -55,7 +55,7 @@ func gatedService(t *testing.T, st hippocam.Store) (*sessions.Service, *gatedMod
 		t.Fatal(err)
 	}
 	g := &gatedModel{inner: model, entered: make(chan struct{}, 1)}
-	e, err := engine.New(engine.ForWindow(8000), g, tok, nil)
+	e, err := engine.New(gateConfig(8000), g, tok, nil) // PRECIP in the step that closes
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam/bench"
+	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
@@ -94,6 +96,7 @@ func (c *BenchCommand) parseOverhead(args []string) error {
 	fs.IntVar(&c.Overhead.ProviderSteps, "steps", 0, fmt.Sprintf("provider run: steps of the agentic workload to replay (default %d; quick: %d; at W = 16000 the whole workload is 399)", bench.DefaultProviderSteps, bench.QuickProviderSteps))
 	fs.IntVar(&c.Overhead.ProviderWindow, "context-window", bench.DefaultProviderWindow, "provider run: the proxy's context window W; the workload is generated at 16 W")
 	fs.BoolVar(&c.Overhead.ProviderOnly, "provider-only", false, "run only the provider run")
+	fs.StringVar(&c.Overhead.ProviderJanus, "janus", string(engine.JanusBeside), "provider run: the proxy's JANUS mode, beside or gate (serve --janus)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -175,10 +178,10 @@ func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 
 // startServe is the provider run's StartProxy: the `serve` command itself, on a free loopback
 // port, with a SQLite file in a temporary directory, so that the run measures the proxy exactly
-// as it is deployed (its session jobs, streaming and speculation included).
-func startServe(ctx context.Context, upstream string, window int) (string, func() error, error) {
+// as it is deployed (its session jobs, streaming and JANUS mode included).
+func startServe(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
 	return startServeWith(ctx, io.Discard, nil, "--upstream", upstream, "--upstream-format", "openai",
-		"--context-window", strconv.Itoa(window), "--model", sim.ModelID)
+		"--context-window", strconv.Itoa(window), "--model", sim.ModelID, "--janus", cmp.Or(janus, string(engine.JanusBeside)))
 }
 
 // startServeWith runs the `serve` command in-process with args, on a free loopback port, with a
