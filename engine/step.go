@@ -91,9 +91,10 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 		if closed, guidance, err = st.takeVerdict(ctx); err != nil {
 			return nil, err
 		}
-		// What JANUS closes is known now: pressure control keeps room for PRECIP's request only
-		// when something closed (componentNeed). JANUS's own request is a bounded view.
-		st.janusDone, st.closing = len(closed) == 0, closed // the closed spans stay protected until PRECIP
+		// Pressure control below still keeps room for a PRECIP request over the context
+		// (componentNeed), as in the paper's order: the closings and the reinforcement after
+		// the answer need it. Without it, small windows lost answers (eval's fixture at 4k).
+		st.closing = closed // the closed spans stay protected until PRECIP
 	}
 	// Alg. 1 line 1: pressure control before anything reads the context.
 	if err := st.pressureControl(ctx); err != nil {

@@ -153,7 +153,8 @@ func TestServeRecordEndToEnd(t *testing.T) {
 	}
 	turn("#open Fix the bill | the bill is right\ninvoice_total := 120\n!say noted", false)
 	turn("#close Ship the rocket\n!say still here", false) // closes what is not open: JANUS is refused
-	turn("#close Fix the bill\n!say done", true)           // PRECIP consolidates the span, in a job
+	turn("#close Fix the bill\n!say done", true)           // JANUS closes it beside this answer
+	turn("!say next", false)                               // the close applies; PRECIP consolidates the span, in a job
 
 	path := filepath.Join(recDir, "acme", "billing_20fix.jsonl")
 	var lines []recLine

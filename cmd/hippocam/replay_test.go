@@ -144,8 +144,8 @@ func TestReplayUseReinforces(t *testing.T) {
 		msg("user", "!call read_file {\"path\":\"shop.csv\"}") +
 		msg("tool", "detail shop_owner := Dana\n"+rows("shop")) +
 		msg("user", "#close Read the exports\n!say read") +
+		msg("user", "later := 1\n!say noted") + // JANUS's close applies at this step: the span is consolidated after it
 		msg("user", "!use shop_owner") +
-		msg("user", "later := 1\n!say noted") +
 		msg("user", "!ask shop_owner") +
 		msg("user", "!ask shop_manager")
 	file := filepath.Join(t.TempDir(), "use.jsonl")
