@@ -45,3 +45,47 @@ func TestAdvisory(t *testing.T) {
 		t.Fatalf("%d advisories in the context, want the first step's only", n)
 	}
 }
+
+// An advisory that came after the first step enters on a later step, after that step's inputs
+// and before its answer, which draws on it; sent again, it adds nothing.
+func TestLateAdvisory(t *testing.T) {
+	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	ctx := context.Background()
+	if _, err := c.e.Advance(ctx, c.st, "", c.id, engine.Input{LateAdvisory: "revenue := 5",
+		Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "!say hello"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := advisories(c.session().Context); n != 0 {
+		t.Fatalf("%d advisories after a first step: a late advisory waits for a later one", n)
+	}
+	res, err := c.e.Advance(ctx, c.st, "", c.id, engine.Input{LateAdvisory: "Earlier task: Sales report\nrevenue := 7",
+		Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "!ask revenue"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answer.Content != "revenue := 7" {
+		t.Fatalf("answer %q: the late advisory is not in the step's context", res.Answer.Content)
+	}
+	ctxt := c.session().Context
+	n := len(ctxt)
+	if n < 3 || ctxt[n-3].Content != "!ask revenue" || ctxt[n-2].Kind != hippocam.KindAdvisory || ctxt[n-1].Role != hippocam.RoleAssistant {
+		t.Fatalf("the context ends %s %q, %s, %s: want the step's message, the advisory, the answer", ctxt[n-3].Role, ctxt[n-3].Content, ctxt[n-2].Kind, ctxt[n-1].Role)
+	}
+	if _, err := c.e.Advance(ctx, c.st, "", c.id, engine.Input{LateAdvisory: "Earlier task: Sales report\nrevenue := 7",
+		Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "!say next"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := advisories(c.session().Context); n != 1 {
+		t.Fatalf("%d advisories after the same late advisory came twice, want 1", n)
+	}
+}
+
+func advisories(ms []hippocam.Message) int {
+	n := 0
+	for _, m := range ms {
+		if m.Kind == hippocam.KindAdvisory {
+			n++
+		}
+	}
+	return n
+}

@@ -128,6 +128,11 @@ type Input struct {
 	// the step's messages (what a memory system read for the task, docs/learning.md). Ignored on
 	// later steps.
 	Advisory string
+	// LateAdvisory is an advisory that was not ready for the session's first step (its routing
+	// finished after the first answer): on a later step it enters as a KindAdvisory message
+	// after the step's inputs, unless the context holds that advisory already, so that a
+	// caller sending it again adds nothing. Ignored on a first step and on a regeneration.
+	LateAdvisory string
 	// Defer leaves the step's consolidation (PRECIP for closed intents and for the recall
 	// exchanges the answer drew on, then the ordinary prefix check) for after the answer: it is
 	// recorded in the session's Pending, the Change enqueues a hippocam.JobConsolidate job, and

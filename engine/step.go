@@ -170,9 +170,7 @@ func (st *step) appendInputs(ctx context.Context) error {
 		st.markFraming()
 	}
 	if st.in.Advisory != "" && firstContact {
-		a := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindAdvisory, Content: hippocam.AdvisoryHeader + "\n" + st.in.Advisory, ID: st.s.NextID("m")}
-		a.Tokens = hippocam.MessageTokens(st.e.tok, &a)
-		st.push(a)
+		st.pushAdvisory(st.in.Advisory)
 	}
 	pending, caller := st.pendingCalls()
 	all := append(append([]hippocam.Message(nil), st.in.History...), st.in.Messages...)
@@ -232,10 +230,31 @@ func (st *step) appendInputs(ctx context.Context) error {
 	if len(pending) > 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "%d tool call(s) of the last answer have no result", len(pending))
 	}
+	if st.in.LateAdvisory != "" && !firstContact && !st.holdsAdvisory(st.in.LateAdvisory) {
+		st.pushAdvisory(st.in.LateAdvisory)
+	}
 	if st.in.NewFraming && !firstContact {
 		st.markFraming()
 	}
 	return nil
+}
+
+// pushAdvisory appends an advisory (Input.Advisory, Input.LateAdvisory) as its own message.
+func (st *step) pushAdvisory(text string) {
+	a := hippocam.Message{Role: hippocam.RoleUser, Kind: hippocam.KindAdvisory, Content: hippocam.AdvisoryHeader + "\n" + text, ID: st.s.NextID("m")}
+	a.Tokens = hippocam.MessageTokens(st.e.tok, &a)
+	st.push(a)
+}
+
+// holdsAdvisory reports whether the context holds the advisory text already.
+func (st *step) holdsAdvisory(text string) bool {
+	content := hippocam.AdvisoryHeader + "\n" + text
+	for i := range st.s.Context {
+		if m := &st.s.Context[i]; m.Kind == hippocam.KindAdvisory && m.Content == content {
+			return true
+		}
+	}
+	return false
 }
 
 // markFraming archives the step's framing as a new version beneath a KindFraming mark appended to
