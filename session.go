@@ -212,12 +212,18 @@ type TaskLearning struct {
 	// Key groups the attempts of one problem (the Hippocam-Task header); empty: the session id.
 	Key string `json:"key,omitempty"`
 	// Cluster is the cluster the task was routed to ("" when it ran stateless), System its
-	// memory system, and Decision how it was chosen: "reuse", "create", "pinned", "global" or
-	// "stateless" (the router gave up, or nothing was offered). Reason is the router's.
+	// memory system, and Decision how it was chosen: "pinned", "global", "match" (the task's text
+	// named one cluster's scope: no router call), "reuse" or "create" (the router's), "pending"
+	// (DecisionPending: not decided yet) or "stateless" (nothing to route to, or the router kept
+	// failing). Reason says why, in the router's words where it decided.
 	Cluster  string `json:"cluster,omitempty"`
 	System   string `json:"system,omitempty"`
 	Decision string `json:"decision"`
 	Reason   string `json:"reason,omitempty"`
+	// RouteFailures counts the routings of the task that failed (a model or store error, or
+	// answers that kept breaking the router's contract); a task routed again after each one
+	// stops trying at a bound and runs stateless.
+	RouteFailures int `json:"route_failures,omitempty"`
 	// Advisory is the text read out of the cluster for the task, and AdvisoryTokens its size.
 	Advisory       string `json:"advisory,omitempty"`
 	AdvisoryTokens int    `json:"advisory_tokens,omitempty"`
@@ -232,6 +238,14 @@ type TaskLearning struct {
 	// them at once); 0: one.
 	Attempts int `json:"attempts,omitempty"`
 }
+
+// DecisionPending is the Decision of a task whose routing is still owed: the router had not
+// decided when the task's first answer went out, or it failed. The proxy routes such a task at
+// its next request, or at its outcome at the latest, so that what it teaches reaches a cluster.
+const DecisionPending = "pending"
+
+// Pending reports whether the task's routing is still owed (DecisionPending).
+func (l *TaskLearning) Pending() bool { return l != nil && l.Decision == DecisionPending }
 
 // Fork records the origin of a session that continues a diverging history: the session it
 // diverged from and how many transcript messages the two have in common.

@@ -59,7 +59,7 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request, tenant string) 
 	}
 	resp := outcomeResponse{Session: sess.ID, Ended: true, Update: "none"}
 	status := http.StatusOK
-	if l := sess.Transcript.Learning; l != nil && l.Cluster != "" {
+	if l := sess.Transcript.Learning; l != nil && (l.Cluster != "" || l.Pending()) { // a pending task is routed by its update
 		resp.Cluster, resp.Update, status = l.Cluster, "queued", http.StatusAccepted
 		if wait && err == nil {
 			resp.Update, status = "done", http.StatusOK

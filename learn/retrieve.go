@@ -81,7 +81,7 @@ func (bm25) Top(query string, docs []string, k int) []int {
 	avg := max(float64(total)/n, 1)
 	idf := make([]float64, q)
 	for t := range idf {
-		idf[t] = math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
+		idf[t] = bm25IDF(n, df[t])
 	}
 	type hit struct {
 		doc   int
@@ -89,11 +89,11 @@ func (bm25) Top(query string, docs []string, k int) []int {
 	}
 	var hits []hit
 	for d := range docs {
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(length[d])/avg)
+		norm := bm25Norm(length[d], avg)
 		score := 0.0
 		for t, f := range tf[d*q : (d+1)*q] {
 			if f > 0 {
-				score += idf[t] * float64(f) * (bm25K1 + 1) / (float64(f) + norm)
+				score += idf[t] * bm25TF(int(f), norm)
 			}
 		}
 		if score > 0 {
@@ -114,6 +114,69 @@ func (bm25) Top(query string, docs []string, k int) []int {
 		out = append(out, h.doc)
 	}
 	return out
+}
+
+// bm25IDF is the weight of a word found in df of n documents: Lucene's non-negative idf.
+func bm25IDF(n float64, df int) float64 {
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// bm25Norm is the length normalisation of a document of length words, avg the mean length.
+func bm25Norm(length int, avg float64) float64 {
+	return bm25K1 * (1 - bm25B + bm25B*float64(length)/avg)
+}
+
+// bm25TF is the saturated weight of a word found f times in a document of normalisation norm.
+func bm25TF(f int, norm float64) float64 {
+	return float64(f) * (bm25K1 + 1) / (float64(f) + norm)
+}
+
+// Coverage scores every document against query with the BM25 of NewBM25 (same words, same
+// idf, same saturation and length normalisation), and gives beside each score the document's
+// ceiling: the score a query holding every word of that document would reach. score/ceiling is
+// the share of the document's weight the query covers, 1 when every word of the document
+// occurs in the query; it does not grow with the query's length, so it can be held to a fixed
+// threshold where a raw score cannot (a raw score grows with the idf, that is with how many
+// documents there are). A document with no word has ceiling 0.
+func Coverage(query string, docs []string) (scores, ceilings []float64) {
+	scores, ceilings = make([]float64, len(docs)), make([]float64, len(docs))
+	if len(docs) == 0 {
+		return scores, ceilings
+	}
+	var buf []byte
+	inQuery := map[string]bool{}
+	eachWord(query, &buf, func(w []byte) { inQuery[string(w)] = true })
+	// Per document its distinct words in the order they first occur (so that the sums below
+	// are the same on every run: a score equals its ceiling exactly when all words are covered).
+	words := make([][]string, len(docs))
+	counts := make([]map[string]int, len(docs))
+	length := make([]int, len(docs))
+	df := map[string]int{}
+	total := 0
+	for d, doc := range docs {
+		counts[d] = map[string]int{}
+		eachWord(doc, &buf, func(w []byte) {
+			length[d]++
+			if counts[d][string(w)]++; counts[d][string(w)] == 1 {
+				words[d] = append(words[d], string(w))
+				df[string(w)]++
+			}
+		})
+		total += length[d]
+	}
+	n := float64(len(docs))
+	avg := max(float64(total)/n, 1)
+	for d := range docs {
+		norm := bm25Norm(length[d], avg)
+		for _, w := range words[d] {
+			v := bm25IDF(n, df[w]) * bm25TF(counts[d][w], norm)
+			ceilings[d] += v
+			if inQuery[w] {
+				scores[d] += v
+			}
+		}
+	}
+	return scores, ceilings
 }
 
 // eachWord calls fn with every word of s, lower-cased, in *scratch (which fn must not keep).

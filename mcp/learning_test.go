@@ -35,7 +35,7 @@ func TestAdvisoryOutcomeLessons(t *testing.T) {
 
 	var before advice
 	text := ok(t, cs, mcp.ToolGetAdvisory, map[string]any{"task": taskText}, &before)
-	if before.Decision != "reuse" || before.Cluster != cluster || before.System != "lessons" || before.Advisory != "" {
+	if before.Decision != "match" || before.Cluster != cluster || before.System != "lessons" || before.Advisory != "" {
 		t.Fatalf("advice before the outcome: %+v", before)
 	}
 	if !strings.Contains(text, cluster) {

@@ -248,7 +248,7 @@ func (t *tenantServer) reportOutcome(ctx context.Context, _ *sdk.CallToolRequest
 		return nil, reportOutcomeOut{}, t.toolError(ToolReportOutcome, err)
 	}
 	out := reportOutcomeOut{Session: sess.ID, Ended: true, Update: "none"}
-	if l := sess.Transcript.Learning; l != nil && l.Cluster != "" {
+	if l := sess.Transcript.Learning; l != nil && (l.Cluster != "" || l.Pending()) { // a pending task is routed by its update
 		out.Cluster, out.Update = l.Cluster, "queued"
 		if t.cfg.WaitForUpdates && err == nil {
 			out.Update = "done"
@@ -262,7 +262,11 @@ func (t *tenantServer) reportOutcome(ctx context.Context, _ *sdk.CallToolRequest
 	case "done":
 		msg += fmt.Sprintf(" Cluster %s has learned from it.", out.Cluster)
 	case "queued":
-		msg += fmt.Sprintf(" Cluster %s will learn from it shortly.", out.Cluster)
+		if out.Cluster == "" {
+			msg += " Its task is being routed; the cluster it goes to will learn from it shortly."
+		} else {
+			msg += fmt.Sprintf(" Cluster %s will learn from it shortly.", out.Cluster)
+		}
 	default:
 		msg += " Its task was routed to no cluster, so nothing learns from it."
 	}

@@ -64,7 +64,8 @@ func learnThroughTheProxy(t *testing.T, path string) {
 	}
 	addr := servetest.FreeAddr(t)
 	cmd := exec.Command(servetest.Build(t), "serve", "--addr", addr, "--db", filepath.Join(dir, "learn.db"), "--keys", keys,
-		"--upstream", upstream.URL+"/v1", "--context-window", "8000", "--model", "hippocam-sim", "--learn", "routed")
+		"--upstream", upstream.URL+"/v1", "--context-window", "8000", "--model", "hippocam-sim", "--learn", "routed",
+		"--route-wait", "0") // every first answer waits for its routing, as in process: the rewards compare request for request
 	log := &servetest.Log{}
 	cmd.Env, cmd.Stdout, cmd.Stderr = servetest.Env("HIPPOCAM_", "OPENAI_"), log, log
 	if err := cmd.Start(); err != nil {

@@ -42,7 +42,7 @@ func TestAdvise(t *testing.T) {
 	}
 	before, _ := st.Clusters(ctx, "acme")
 	after, err := svc.Advise(ctx, "acme", salesTask)
-	if err != nil || after.Cluster != res.Learning.Cluster || after.Decision != "reuse" || !strings.Contains(after.Advisory, chosen) || after.AdvisoryTokens == 0 {
+	if err != nil || after.Cluster != res.Learning.Cluster || after.Decision != "match" || !strings.Contains(after.Advisory, chosen) || after.AdvisoryTokens == 0 {
 		t.Fatalf("advice after the outcome: %+v (%v), want the advisory naming %q", after, err, chosen)
 	}
 	if now, _ := st.Clusters(ctx, "acme"); len(now) != len(before) || now[0].Version != before[0].Version {
@@ -74,7 +74,7 @@ func TestAdviseLeavesNumericClusterWarming(t *testing.T) {
 		t.Fatalf("the numeric task's cluster: %+v (%v)", c, err)
 	}
 	adv, err := svc.Advise(ctx, "acme", "Weekly sales forecast\nsomething else entirely")
-	if err != nil || adv.Decision != "reuse" || adv.Advisory != "" {
+	if err != nil || adv.Decision != "match" || adv.Advisory != "" {
 		t.Fatalf("advice: %+v (%v)", adv, err)
 	}
 	if now, _ := st.Cluster(ctx, "acme", c.ID); now.Version != c.Version || string(now.State) != string(c.State) {

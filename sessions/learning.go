@@ -80,9 +80,9 @@ func clusterID(system, scope string) string {
 	return "c-" + hex.EncodeToString(h[:6])
 }
 
-// startTask routes a new session's task and reads its advisory. It never fails the request: a
-// router that gives up, or a model or store error on the way, leaves the task stateless (logged
-// and counted).
+// startTask routes a new session's task and reads its advisory (route.go: from what is known,
+// else by the router, waited for at most RouteWait). It never fails the request: a routing that
+// fails leaves the task pending, to be routed again (logged and counted).
 func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Session) *hippocam.TaskLearning {
 	if !s.learning() || h.LearnOff || len(s.cfg.Systems) == 0 {
 		return nil
@@ -95,15 +95,15 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	task := &hippocam.Task{ID: sess.ID, Key: key, Tools: h.conv.Tools}
 	task.Messages = append(task.Messages, h.conv.Framing...)
 	task.Messages = append(task.Messages, h.conv.Messages...)
-	tl := &hippocam.TaskLearning{Key: h.TaskKey, Decision: "stateless"}
-	c, err := s.chooseCluster(ctx, h, task, tl)
-	if err != nil {
-		s.stats.stateless.Add(1)
-		s.log.Warn("learning: the task runs stateless", logTenant, h.Tenant, logSession, sess.ID, "error", err)
-		tl.Decision, tl.Reason = "stateless", statelessReason(err)
-		return tl
-	}
-	if c == nil { // read-only, and the router would create a cluster: nothing to read yet
+	tl, _ := s.route(ctx, h, sess.ID, task, &hippocam.TaskLearning{Key: h.TaskKey})
+	return tl
+}
+
+// advise reads the advisory of the task's cluster c into tl, configuring a numeric cluster on
+// its first reuse (not for a read-only history). A nil c (read-only, and the cluster would be
+// created) has nothing to read yet.
+func (s *Service) advise(ctx context.Context, h *history, id string, task *hippocam.Task, c *hippocam.Cluster, tl *hippocam.TaskLearning) *hippocam.TaskLearning {
+	if c == nil {
 		return tl
 	}
 	sys := s.system(c.System)
@@ -114,12 +114,13 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	tl.Cluster, tl.System = c.ID, c.System
 	// A numeric cluster is configured on its first reuse, before it is read (seed 003 B.1).
 	result := ""
+	var err error
 	if !h.readOnly {
 		c, result, err = learn.Prepare(ctx, s.cfg.Store, sys, c, task)
 	}
 	switch {
 	case err != nil:
-		s.log.Warn("learning: preparing the cluster failed; no advisory", logTenant, h.Tenant, logSession, sess.ID, "cluster", tl.Cluster, "error", err)
+		s.log.Warn("learning: preparing the cluster failed; no advisory", logTenant, h.Tenant, logSession, id, "cluster", tl.Cluster, "error", err)
 		return tl
 	case result == "configured":
 		s.stats.configured.Add(1)
@@ -129,7 +130,7 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 	}
 	adv, err := sys.Read(ctx, c.State, task, s.cfg.AdvisoryBudget)
 	if err != nil {
-		s.log.Warn("learning: reading the cluster failed; no advisory", logTenant, h.Tenant, logSession, sess.ID, "cluster", c.ID, "error", err)
+		s.log.Warn("learning: reading the cluster failed; no advisory", logTenant, h.Tenant, logSession, id, "cluster", c.ID, "error", err)
 		return tl
 	}
 	tl.Advisory = strings.TrimSpace(adv.Text)
@@ -137,46 +138,6 @@ func (s *Service) startTask(ctx context.Context, h *history, sess *hippocam.Sess
 		tl.AdvisoryTokens = s.cfg.Engine.Tokens(tl.Advisory)
 	}
 	return tl
-}
-
-// chooseCluster finds or creates the task's cluster: the pinned one, the global one, or the
-// router's choice; tl records how.
-func (s *Service) chooseCluster(ctx context.Context, h *history, task *hippocam.Task, tl *hippocam.TaskLearning) (*hippocam.Cluster, error) {
-	clusters, err := s.cfg.Store.Clusters(ctx, h.Tenant)
-	if err != nil {
-		return nil, err
-	}
-	first := s.cfg.Systems[0].Name()
-	switch {
-	case h.Cluster != "":
-		tl.Decision = "pinned"
-		pin := strings.TrimSpace(h.Cluster)
-		for i := range clusters {
-			if clusters[i].ID == pin || strings.EqualFold(strings.TrimSpace(clusters[i].Description), pin) {
-				return &clusters[i], nil
-			}
-		}
-		return s.ensureClusterID(ctx, h, clusterID(first, pin), first, pin)
-	case s.cfg.Learn == LearnGlobal:
-		tl.Decision = "global"
-		return s.ensureClusterID(ctx, h, globalCluster, first, globalScope)
-	}
-	d, err := learn.Route(ctx, s.cfg.LearnEnv, task, s.cfg.Systems, clusters)
-	if err != nil {
-		return nil, fmt.Errorf("routing: %w", err)
-	}
-	tl.Reason = d.Reason
-	if d.Cluster != "" {
-		tl.Decision = "reuse"
-		for i := range clusters {
-			if clusters[i].ID == d.Cluster {
-				return &clusters[i], nil
-			}
-		}
-		return nil, fmt.Errorf("routing: cluster %q is gone", d.Cluster)
-	}
-	tl.Decision, tl.System = "create", d.System
-	return s.ensureClusterID(ctx, h, clusterID(d.System, d.Scope), d.System, d.Scope)
 }
 
 // ensureClusterID returns the tenant's cluster id, creating it (of system and scope) when
@@ -277,6 +238,11 @@ func (s *Service) EndTask(ctx context.Context, tenant, id string, o Outcome, wai
 			err = s.learnFrom(ctx, tenant, id)
 			unlockLearn()
 			unlockLearn = func() {}
+			if err == nil && next.Transcript.Learning.Pending() { // routed by the update: its decision
+				if sess, lerr := s.load(ctx, tenant, id); lerr == nil && sess != nil {
+					next = sess
+				}
+			}
 		}
 		s.kick() // after a run with wait, the job finds the update done, or retries a failed one
 	}
@@ -302,7 +268,7 @@ func (s *Service) endedSession(sess *hippocam.Session, o Outcome) (*hippocam.Ses
 	fb.Tokens = hippocam.MessageTokens(s.cfg.Engine.Tokenizer(), &fb)
 	next.Context = append(next.Context, fb)
 	ch := hippocam.Change{From: sess.Version, Ops: []hippocam.Op{hippocam.AppendOp(fb)}}
-	if tl.Cluster != "" {
+	if tl.Cluster != "" || tl.Pending() { // a pending task is routed by its learn job
 		ch.Jobs = []hippocam.Job{{Kind: JobLearn}}
 	}
 	next.UpdatedAt = now
@@ -323,9 +289,10 @@ func (s *Service) learnJob(ctx context.Context, tenant, id string) error {
 	return s.learnFrom(ctx, tenant, id)
 }
 
-// learnFrom updates the cluster an ended session was routed to with its trajectory. Applying
-// the same trajectory twice changes nothing (learn.Apply skips applied ids, before any model
-// call). Its callers hold the update's lock (learnKey).
+// learnFrom updates the cluster an ended session was routed to with its trajectory, routing it
+// first when its routing was still pending (routeAtOutcome). Applying the same trajectory twice
+// changes nothing (learn.Apply skips applied ids, before any model call). Its callers hold the
+// update's lock (learnKey).
 func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	ctx = hippocam.WithCallSession(ctx, tenant, id) // the learning calls are the session's
 	sess, err := s.cfg.Store.Session(ctx, tenant, id)
@@ -333,12 +300,8 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 		return err
 	}
 	tl := sess.Transcript.Learning
-	if tl == nil || !tl.Ended || tl.Cluster == "" {
+	if tl == nil || !tl.Ended || (tl.Cluster == "" && !tl.Pending()) {
 		return nil
-	}
-	sys := s.system(tl.System)
-	if sys == nil {
-		return fmt.Errorf("the cluster's system %q is not offered any more", tl.System)
 	}
 	msgs, err := Transcript(ctx, hippocam.SessionArchive(s.cfg.Store, tenant, id), sess.Context)
 	if err != nil {
@@ -347,17 +310,19 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	if n := len(msgs); n > 0 && msgs[n-1].Role == hippocam.RoleUser && msgs[n-1].Content == tl.Feedback {
 		msgs = msgs[:n-1] // the feedback travels apart from the messages
 	}
-	key := tl.Key
-	if key == "" {
-		key = id
-	}
-	task := hippocam.Task{ID: id, Key: key, Attempts: tl.Attempts}
-	task.Messages = append(task.Messages, sess.Transcript.Framing...)
-	for _, m := range msgs {
-		if m.Role == hippocam.RoleAssistant {
-			break
+	task := *specification(id, tl.Key, sess.Transcript.Framing, msgs, nil)
+	task.Attempts = tl.Attempts
+	if tl.Pending() {
+		if sess, err = s.routeAtOutcome(ctx, sess, &task, firstHash(msgs)); err != nil {
+			return err
 		}
-		task.Messages = append(task.Messages, m)
+		if tl = sess.Transcript.Learning; tl.Cluster == "" {
+			return nil // nothing to learn into
+		}
+	}
+	sys := s.system(tl.System)
+	if sys == nil {
+		return fmt.Errorf("the cluster's system %q is not offered any more", tl.System)
 	}
 	traj := hippocam.Trajectory{ID: id, Task: task, Messages: msgs, Feedback: tl.Feedback, Success: tl.Success, Reward: tl.Reward, EndedAt: tl.EndedAt}
 	var before json.RawMessage // what a lessons update did is counted (metrics)
@@ -426,19 +391,4 @@ func (s *Service) LearnTask(ctx context.Context, tenant, key string) (int, error
 		}
 	}
 	return n, nil
-}
-
-// statelessReason is what a task's record says of why it runs stateless: the kind of failure,
-// never its internal detail (an upstream's address, a store's error), which goes to the log.
-func statelessReason(err error) string {
-	switch {
-	case errors.Is(err, learn.ErrGaveUp):
-		return "routing failed: the router's answers kept breaking its contract"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "routing failed: the request ended first"
-	}
-	if code := hippocam.ErrorCode(err); code != hippocam.EINTERNAL {
-		return "routing failed: " + code
-	}
-	return "routing failed: internal error"
 }

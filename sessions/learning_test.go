@@ -29,12 +29,14 @@ func learningService(t *testing.T, mode string, st hippocam.Store) *sessions.Ser
 	return learningServiceWith(t, st, learnSetup{mode: mode})
 }
 
-// learnSetup varies learningServiceWith: the systems offered (default all), a wrapper of the
-// learning components' model (default none), and the rest of the service's configuration.
+// learnSetup varies learningServiceWith: the systems offered (default all), wrappers of the
+// learning components' model and of the engine's (default none), and the rest of the service's
+// configuration.
 type learnSetup struct {
 	mode    string
 	systems []string
 	wrap    func(hippocam.Model) hippocam.Model
+	agent   func(hippocam.Model) hippocam.Model // wraps the engine's model
 	config  func(*sessions.Config)
 }
 
@@ -46,7 +48,11 @@ func learningServiceWith(t *testing.T, st hippocam.Store, o learnSetup) *session
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
+	var main hippocam.Model = model
+	if o.agent != nil {
+		main = o.agent(model)
+	}
+	e, err := engine.New(engine.ForWindow(8000), main, tok, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +129,8 @@ func TestLearningTaskCycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res2.Learning.Cluster != l.Cluster || res2.Learning.Decision != "reuse" || !strings.Contains(res2.Learning.Advisory, chosen) {
-		t.Fatalf("second task's learning %+v: want the first cluster reused, its advisory naming %q", res2.Learning, chosen)
+	if res2.Learning.Cluster != l.Cluster || res2.Learning.Decision != "match" || !strings.Contains(res2.Learning.Advisory, chosen) {
+		t.Fatalf("second task's learning %+v: want the first cluster (the task names its scope: a lexical match), its advisory naming %q", res2.Learning, chosen)
 	}
 	if strings.Contains(res2.Answer.Content, "= "+chosen) {
 		t.Fatalf("the second task chose %q again although the first was told it was wrong", res2.Answer.Content)

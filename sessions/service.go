@@ -85,6 +85,11 @@ type Config struct {
 	Systems        []hippocam.MemorySystem
 	LearnEnv       *learn.Env
 	AdvisoryBudget int
+	// RouteWait bounds how long a task's first answer waits for the model router, which runs
+	// only for a task that no pinned cluster, global cluster or lexical match settles (route.go):
+	// past it the answer goes without an advisory and the routing applies at the session's next
+	// request. Zero is DefaultRouteWait; negative: the answer waits as long as the router takes.
+	RouteWait time.Duration
 }
 
 // Service continues sessions from agents' requests. It is safe for concurrent use.
@@ -99,6 +104,7 @@ type Service struct {
 	stats   stats
 	observe func(*engine.Result, error) // ObserveJobs
 	changes observers                   // ObserveChanges
+	routes  routings                    // routings that outlived their request (route.go)
 }
 
 // New returns a service. EINVALID when the engine or the store is missing.
@@ -139,6 +145,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.AdvisoryBudget <= 0 {
 		cfg.AdvisoryBudget = cfg.Engine.Config().Window / 4
+	}
+	if cfg.RouteWait == 0 {
+		cfg.RouteWait = DefaultRouteWait
 	}
 	library.SetBudget(cfg.Systems, cfg.AdvisoryBudget) // a hippocam cluster's context is its advisory
 	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages),
@@ -224,7 +233,7 @@ type Result struct {
 	// was running when it arrived.
 	Waited bool
 	// Learning is the task's routing and advisory when the request started a task with
-	// learning on (nil otherwise).
+	// learning on, or applied a routing that was still pending (nil otherwise).
 	Learning *hippocam.TaskLearning
 }
 
@@ -279,11 +288,15 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	if l := plan.sess.Transcript.Learning; l != nil && l.Ended {
 		return nil, hippocam.Errorf(hippocam.ECONFLICT, "session %q has ended: its outcome was reported; start a new session for a new task", plan.sess.ID)
 	}
-	if plan.fresh && plan.event == EventCreated {
+	switch {
+	case plan.fresh && plan.event == EventCreated:
 		plan.task = s.startTask(ctx, h, plan.sess)
-		if plan.task != nil && req.OnRoute != nil {
-			req.OnRoute(plan.task.Cluster)
-		}
+	case plan.event == EventContinued && plan.sess.Transcript.Learning.Pending():
+		plan.task = s.routeLate(ctx, h, plan.sess) // nil while the router is still at work
+		plan.late = plan.task != nil
+	}
+	if plan.task != nil && req.OnRoute != nil {
+		req.OnRoute(plan.task.Cluster)
 	}
 	if req.OnStart != nil {
 		req.OnStart(plan.sess.ID, plan.event)
@@ -410,8 +423,11 @@ type plan struct {
 	sess  *hippocam.Session
 	event Event
 	fresh bool // not stored yet: created with the step's commit
-	// task is a task start's routing and advisory (learning.go), nil otherwise.
+	// task is a task start's routing and advisory (learning.go), nil otherwise; late marks a
+	// routing that was pending at the task start and is applied at this later request, its
+	// advisory entering after the request's messages (route.go).
 	task *hippocam.TaskLearning
+	late bool
 	// inherit is what a new fork takes over from its parent (inherit.go), nil when it imports
 	// the whole history.
 	inherit *inheritance
@@ -740,7 +756,10 @@ func (s *Service) stepInput(h *history, p *plan) engine.Input {
 		}
 		in.History, in.Messages = unseen[:last+1], unseen[last+1:]
 	}
-	if p.task != nil {
+	switch {
+	case p.task != nil && p.late:
+		in.LateAdvisory = p.task.Advisory
+	case p.task != nil:
 		in.Advisory = p.task.Advisory
 	}
 	return in
@@ -781,6 +800,7 @@ func (s *Service) Delete(ctx context.Context, tenant, id string) error {
 	s.cache.drop(tenant, id)
 	if err == nil {
 		s.changed(SessionDeleted, tenant, id, "")
+		s.routes.drop(routingKey(tenant, id), nil) // a routing still running is for nobody now
 	}
 	if err == nil && len(s.cfg.Systems) > 0 {
 		// Retention: what the session taught a cluster leaves it too (docs/learning.md).

@@ -229,8 +229,8 @@ func TestViewerBrowserLearning(t *testing.T) {
 	b.do("open the third task",
 		chromedp.Click(chromedp.CSS(`[data-testid="session-item"][data-session-id="c1"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="advisory"]`)))
-	if got := b.text(`[data-testid="learning-decision"]`); got != "reuse" {
-		t.Errorf("c1's decision %q, want reuse", got)
+	if got := b.text(`[data-testid="learning-decision"]`); got != "match" {
+		t.Errorf("c1's decision %q, want match (its text names the cluster's scope)", got)
 	}
 	if got := b.text(`[data-testid="advisory"]`); got != c1.Learning.Advisory {
 		t.Errorf("c1's advisory reads %q, want %q", got, c1.Learning.Advisory)

@@ -49,8 +49,8 @@ func TestSessionLearning(t *testing.T) {
 
 	s.startTask(t, "b1", "sales-2", salesTask)
 	_, l = session("b1")
-	if l == nil || l.Decision != "reuse" || l.Cluster != cluster || !strings.Contains(l.Advisory, "status_filter") || l.AdvisoryTokens <= 0 {
-		t.Fatalf("b1's learning %+v: want the cluster reused and its lessons as the advisory", l)
+	if l == nil || l.Decision != "match" || l.Cluster != cluster || !strings.Contains(l.Advisory, "status_filter") || l.AdvisoryTokens <= 0 {
+		t.Fatalf("b1's learning %+v: want the cluster (its text names the scope: a lexical match) and its lessons as the advisory", l)
 	}
 
 	s.startTask(t, "quiet", "", salesTask, httpapi.LearnHeader, "off")

@@ -190,8 +190,8 @@ func checkOwner(t *testing.T, r *driverRun, session, detail, cluster, update str
 	if r.Recall.IsError || !strings.Contains(r.Recall.Text, detail) || !strings.Contains(r.Recall.Text, "Dana") {
 		t.Fatalf("%s: recall_memory of %s: %s", r.Transport, r.Search.Structured.Hits[0].Open, r.Recall.Text)
 	}
-	if a := r.Advisory.Structured; r.Advisory.IsError || a.Decision != "reuse" || a.Cluster != cluster {
-		t.Fatalf("%s: get_advisory %+v (%s), want cluster %s reused", r.Transport, a, r.Advisory.Text, cluster)
+	if a := r.Advisory.Structured; r.Advisory.IsError || a.Decision != "match" || a.Cluster != cluster {
+		t.Fatalf("%s: get_advisory %+v (%s), want cluster %s (a lexical match)", r.Transport, a, r.Advisory.Text, cluster)
 	}
 	if o := r.Outcome.Structured; r.Outcome.IsError || !o.Ended || o.Cluster != cluster || o.Update != update {
 		t.Fatalf("%s: report_outcome %+v (%s), want the update %s in %s", r.Transport, o, r.Outcome.Text, update, cluster)

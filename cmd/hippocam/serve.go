@@ -76,13 +76,15 @@ type ServeCommand struct {
 	// commits per second under concurrency, but a power loss may lose the last commits).
 	SQLiteSynchronous string
 	// Learn is off, global or routed (docs/learning.md); Systems the memory systems offered;
-	// AdvisoryBudget the most tokens of an advisory (0: a quarter of W).
+	// AdvisoryBudget the most tokens of an advisory (0: a quarter of W); RouteWait the longest
+	// a task's first answer waits for the model router (0 or less: as long as it takes).
 	// Structured is how Hippocam's roles ask for their JSON answers: auto, native or prose
 	// (hippocam.StructuredMode).
 	Structured     string
 	Learn          string
 	Systems        string
 	AdvisoryBudget int
+	RouteWait      time.Duration
 	// Record is the directory that keeps every exchange with the upstream, a JSON Lines file per
 	// session (package record); empty records nothing.
 	Record string
@@ -139,6 +141,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated")
 	fs.StringVar(&c.Record, "record", env("HIPPOCAM_RECORD", ""), "record every exchange with the upstream (the main model's and the components' calls) in DIR/<tenant>/<session>.jsonl, one JSON line per call; `hippocam check` reads these files (env HIPPOCAM_RECORD)")
 	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of a task's advisory (default W/4)")
+	fs.DurationVar(&c.RouteWait, "route-wait", sessions.DefaultRouteWait, "--learn routed: the longest a task's first answer waits for the model router, which runs only when no pinned cluster or lexical match of a cluster's scope settles the task; a later decision applies at the session's next request (0: wait as long as the router takes)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
 	fs.StringVar(&c.Janus, "janus", string(engine.JanusBeside), "when JANUS keeps the intent stack: beside (asked at the same time as the main model; its verdict applies from the session's next step, so no answer waits for it) or gate (asked first; the main call waits for its verdict, the paper's order)")
@@ -275,7 +278,8 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		}
 	}
 	svc, err := sessions.New(sessions.Config{Engine: e, Store: c.store, MaxForks: c.MaxForks, Logger: log, JobLease: c.JobLease,
-		Workers: c.Workers, Inline: c.InlineConsolidation, Learn: c.Learn, Systems: systems, LearnEnv: lenv, AdvisoryBudget: c.AdvisoryBudget})
+		Workers: c.Workers, Inline: c.InlineConsolidation, Learn: c.Learn, Systems: systems, LearnEnv: lenv, AdvisoryBudget: c.AdvisoryBudget,
+		RouteWait: routeWait(c.RouteWait)})
 	if err != nil {
 		return err
 	}
@@ -438,4 +442,13 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// routeWait is sessions.Config.RouteWait for --route-wait: 0 or less waits as long as the router
+// takes (the config's negative), where the config's zero would be its default.
+func routeWait(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
