@@ -111,6 +111,15 @@ type OverheadConfig struct {
 	ProviderJanus string
 	// ProviderOnly runs the provider run alone: no zero-latency rows, throughput or RECALL.
 	ProviderOnly bool
+	// Learn, when set (off, global or routed), makes the provider run time task starts instead
+	// of the agentic workload's steps (overhead_learn.go): the first answers of LearnTasks new
+	// sessions (default 40; quick: 16), Hippocam learning across tasks in that mode, with
+	// RouteWait as its --route-wait (0: its default; negative: unbounded). StartLearningProxy
+	// starts that Hippocam (nil: the httpapi server in this process).
+	Learn              string
+	LearnTasks         int
+	RouteWait          time.Duration
+	StartLearningProxy StartLearningProxy
 	// Quick selects the smaller defaults, for CI.
 	Quick bool
 	// Progress, when set, is told how far each stage is ("proxy 1000", "throughput hippocam",
@@ -140,6 +149,7 @@ func (c OverheadConfig) withDefaults() OverheadConfig {
 	pick(&c.RecallArchived, DefaultRecallArchived, QuickRecallArchived)
 	pick(&c.RecallSamples, DefaultRecallSamples, QuickRecallSamples)
 	pick(&c.ProviderSteps, DefaultProviderSteps, QuickProviderSteps)
+	pick(&c.LearnTasks, DefaultLearnTaskStarts, QuickLearnTaskStarts)
 	pick(&c.ProviderWindow, DefaultProviderWindow, DefaultProviderWindow)
 	if c.Provider.Zero() {
 		c.Provider = sim.Latency{TTFT: DefaultProviderTTFT, TokensPerSecond: DefaultProviderTokensPerSecond}
@@ -155,7 +165,12 @@ func (c OverheadConfig) Validate() error {
 			return hippocam.Errorf(hippocam.EINVALID, "overhead: session size %d: at least one message", n)
 		}
 	}
-	if c.Samples < 0 || c.Concurrency < 0 || c.SessionRequests < 0 || c.RecallArchived < 0 || c.RecallSamples < 0 || c.ProviderSteps < 0 {
+	switch c.Learn {
+	case "", "off", "global", "routed":
+	default:
+		return hippocam.Errorf(hippocam.EINVALID, "overhead: learning mode %q: use off, global or routed", c.Learn)
+	}
+	if c.Samples < 0 || c.Concurrency < 0 || c.SessionRequests < 0 || c.RecallArchived < 0 || c.RecallSamples < 0 || c.ProviderSteps < 0 || c.LearnTasks < 0 {
 		return hippocam.Errorf(hippocam.EINVALID, "overhead: samples, concurrency, requests, steps and archive size must not be negative")
 	}
 	if c.ProviderWindow != 0 && c.ProviderWindow < 6000 {
@@ -174,8 +189,10 @@ type OverheadReport struct {
 	Throughput OverheadThroughput `json:"throughput"`
 	Recall     []OverheadRecall   `json:"recall"`
 	Search     []OverheadSearch   `json:"search"`
-	// Provider is the run at a provider's latency, streamed, over the agentic workload.
-	Provider *OverheadProvider `json:"provider,omitempty"`
+	// Provider is the run at a provider's latency, streamed, over the agentic workload;
+	// TaskStarts the same over task starts, in its place with OverheadConfig.Learn.
+	Provider   *OverheadProvider   `json:"provider,omitempty"`
+	TaskStarts *OverheadTaskStarts `json:"task_starts,omitempty"`
 	// Notes say what was skipped and how the figures were taken.
 	Notes     []string `json:"notes,omitempty"`
 	CPUs      int      `json:"cpus"`
@@ -256,6 +273,17 @@ func RunOverhead(ctx context.Context, c OverheadConfig) (*OverheadReport, error)
 			return nil, err
 		}
 	}
+	if c.Learn != "" {
+		ts, err := runTaskStarts(ctx, c, prog)
+		if err != nil {
+			return nil, fmt.Errorf("overhead: task starts: %w", err)
+		}
+		rep.TaskStarts = ts
+		rep.Notes = append(rep.Notes, fmt.Sprintf("task starts: the first %d tasks of the `bench learn` decision stream of seed 1, each a new session whose first request is sent streamed through both proxies at once; "+
+			"the upstream waits %v before its first byte, then produces %g tokens per second; each task is ended by its outcome with ?wait=1 before the next starts", ts.Tasks, c.Provider.TTFT, c.Provider.TokensPerSecond))
+		rep.Seconds = roundSeconds(time.Since(began))
+		return rep, nil
+	}
 	p, err := runProvider(ctx, c, prog)
 	if err != nil {
 		return nil, fmt.Errorf("overhead: provider run: %w", err)
@@ -321,6 +349,12 @@ func (r *OverheadReport) Markdown() string {
 			b.WriteString("\n")
 		}
 		p.markdown(&b)
+	}
+	if ts := r.TaskStarts; ts != nil {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		ts.markdown(&b)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\n- %s", n)
@@ -915,7 +949,7 @@ type providerRig struct {
 	calls map[string]int
 }
 
-func newProviderRig(ctx context.Context, lat sim.Latency, window int, janus string, start StartProxy) (_ *providerRig, err error) {
+func newProviderRig(ctx context.Context, lat sim.Latency, start func(ctx context.Context, upstream string) (string, func() error, error)) (_ *providerRig, err error) {
 	tok, err := tokenizer.Default()
 	if err != nil {
 		return nil, err
@@ -946,10 +980,7 @@ func newProviderRig(ctx context.Context, lat sim.Latency, window int, janus stri
 	bare := httputil.NewSingleHostReverseProxy(target)
 	bare.Transport, bare.FlushInterval = loopbackTransport(), -1
 	r.bare = httptest.NewServer(bare)
-	if start == nil {
-		start = startInProcessProxy
-	}
-	if r.hippo, r.stop, err = start(ctx, r.up.URL+"/v1", window, janus); err != nil {
+	if r.hippo, r.stop, err = start(ctx, r.up.URL+"/v1"); err != nil {
 		return nil, fmt.Errorf("start the proxy: %w", err)
 	}
 	return r, nil
@@ -1023,7 +1054,13 @@ func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) 
 	if err != nil {
 		return nil, err
 	}
-	rig, err := newProviderRig(ctx, lat, c.ProviderWindow, c.ProviderJanus, c.StartProxy)
+	start := c.StartProxy
+	if start == nil {
+		start = startInProcessProxy
+	}
+	rig, err := newProviderRig(ctx, lat, func(ctx context.Context, upstream string) (string, func() error, error) {
+		return start(ctx, upstream, c.ProviderWindow, c.ProviderJanus)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -1060,7 +1097,7 @@ func runProvider(ctx context.Context, c OverheadConfig, prog *overheadProgress) 
 			}
 			history = append(history, m)
 		}
-		h, b, err := rig.step(ctx, history)
+		h, b, err := rig.step(ctx, providerSession, history)
 		if err != nil {
 			return nil, fmt.Errorf("step %d (workload line %d): %w", p.Steps+1, line.Number, err)
 		}
@@ -1138,8 +1175,9 @@ type streamed struct {
 	ttfb, total time.Duration
 }
 
-// step sends the history, streamed, through Hippocam and the bare proxy at the same moment.
-func (r *providerRig) step(ctx context.Context, history []wire.ChatMessage) (hip, bare streamed, err error) {
+// step sends the history of the named session, streamed, through Hippocam and the bare proxy at
+// the same moment.
+func (r *providerRig) step(ctx context.Context, session string, history []wire.ChatMessage) (hip, bare streamed, err error) {
 	body, err := json.Marshal(wire.ChatRequest{Model: sim.ModelID, Messages: history, Stream: true,
 		StreamOptions: &wire.StreamOptions{IncludeUsage: true}})
 	if err != nil {
@@ -1147,8 +1185,8 @@ func (r *providerRig) step(ctx context.Context, history []wire.ChatMessage) (hip
 	}
 	var wg sync.WaitGroup
 	var bareErr error
-	wg.Go(func() { bare, bareErr = r.stream(ctx, r.bare.URL, body) })
-	hip, err = r.stream(ctx, r.hippo, body)
+	wg.Go(func() { bare, bareErr = r.stream(ctx, r.bare.URL, session, body) })
+	hip, err = r.stream(ctx, r.hippo, session, body)
 	wg.Wait()
 	if err != nil {
 		return hip, bare, fmt.Errorf("through Hippocam: %w", err)
@@ -1160,14 +1198,14 @@ func (r *providerRig) step(ctx context.Context, history []wire.ChatMessage) (hip
 }
 
 // stream posts a streamed chat request to base and reads the events as they come.
-func (r *providerRig) stream(ctx context.Context, base string, body []byte) (streamed, error) {
+func (r *providerRig) stream(ctx context.Context, base, session string, body []byte) (streamed, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return streamed{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set(httpapi.SessionHeader, providerSession)
+	req.Header.Set(httpapi.SessionHeader, session)
 	t0 := time.Now()
 	resp, err := r.client.Do(req)
 	if err != nil {

@@ -396,3 +396,32 @@ hippocam_consolidation_waits_total{how="running"} 1
 		t.Fatalf("waits inline %d, running %d, jobs %d, share waited %v; want 1, 1, 21, 0.05", p.WaitsInline, p.WaitsRunning, p.ConsolidationJobs, p.ShareWaited)
 	}
 }
+
+// TestRunOverheadTaskStarts times a few task starts with the router on, in process: every task
+// is timed once through each proxy, after the upstream's first byte, and records a routing
+// decision; the tasks that share a title go to their cluster by a lexical match.
+func TestRunOverheadTaskStarts(t *testing.T) {
+	const ttft = 20 * time.Millisecond
+	cfg := OverheadConfig{ProviderOnly: true, Learn: "routed", LearnTasks: 12, RouteWait: -1, Provider: sim.Latency{TTFT: ttft, TokensPerSecond: 4000}}
+	rep, err := RunOverhead(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := rep.TaskStarts
+	if rep.Provider != nil || ts == nil || ts.Tasks != 12 || ts.Learn != "routed" {
+		t.Fatalf("report: provider %+v, task starts %+v", rep.Provider, ts)
+	}
+	n := 0
+	for _, k := range ts.Decisions {
+		n += k
+	}
+	if n != 12 || ts.Decisions["match"] == 0 || ts.Decisions["create"] == 0 || ts.Decisions["pending"] != 0 {
+		t.Fatalf("decisions %v: want 12, some clusters made by the router and some tasks matched to them", ts.Decisions)
+	}
+	if ts.TTFBP50Ms < 20 || ts.BareTTFBP50Ms < 20 || ts.RatioTTFBP50 <= 0 || ts.UpstreamCallsByRole["router"] != ts.Decisions["create"]+ts.Decisions["reuse"] {
+		t.Fatalf("task starts %+v", ts)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "Task starts, learning routed") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}

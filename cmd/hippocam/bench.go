@@ -26,9 +26,10 @@ const benchUsage = `Usage:
         run generated workloads through every context policy with the simulated model
   hippocam bench overhead [--json] [--quick] [--postgres DSN] [--out DIR]
                           [--ttft-ms N] [--tokens-per-second R] [--steps N] [--context-window N]
-                          [--provider-only]
+                          [--provider-only] [--learn off|global|routed [--tasks N] [--route-wait D]]
         the proxy's added latency and throughput, RECALL latency on the stores, and time to
-        first byte and total time at a provider's latency against a bare proxy
+        first byte and total time at a provider's latency against a bare proxy (with --learn:
+        of task starts, the first answers of new sessions, learning across tasks)
   hippocam bench learn [--suite decisions|numeric] [--quick] [--json] [--out DIR] [--streams N]
                        [--tasks N] [--seed N] [--attempts N] [--context-window N]
                        [--advisory-budget N] [--conditions a,b] [--write-stream FILE]
@@ -97,6 +98,9 @@ func (c *BenchCommand) parseOverhead(args []string) error {
 	fs.IntVar(&c.Overhead.ProviderWindow, "context-window", bench.DefaultProviderWindow, "provider run: the proxy's context window W; the workload is generated at 16 W")
 	fs.BoolVar(&c.Overhead.ProviderOnly, "provider-only", false, "run only the provider run")
 	fs.StringVar(&c.Overhead.ProviderJanus, "janus", string(engine.JanusBeside), "provider run: the proxy's JANUS mode, beside or gate (serve --janus)")
+	fs.StringVar(&c.Overhead.Learn, "learn", "", "provider run: time task starts instead of the agentic workload's steps, with Hippocam learning across tasks in this mode (off, global or routed): the first answers of new sessions, each task ended by its outcome")
+	fs.IntVar(&c.Overhead.LearnTasks, "tasks", 0, fmt.Sprintf("with --learn: how many tasks start (default %d; quick: %d)", bench.DefaultLearnTaskStarts, bench.QuickLearnTaskStarts))
+	fs.DurationVar(&c.Overhead.RouteWait, "route-wait", 0, "with --learn: Hippocam's --route-wait (default: its own; negative: the first answer waits for the router as long as it takes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -107,7 +111,7 @@ func (c *BenchCommand) parseOverhead(args []string) error {
 	if c.Overhead.Provider.Zero() {
 		return fmt.Errorf("--ttft-ms and --tokens-per-second: the provider run needs some latency (the zero-latency rows measure the rest)")
 	}
-	c.Overhead.StartProxy = startServe
+	c.Overhead.StartProxy, c.Overhead.StartLearningProxy = startServe, startLearningServe
 	return c.Overhead.Validate()
 }
 
@@ -154,7 +158,11 @@ func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 		return nil, err
 	}
 	base := "overhead"
-	if len(rep.Proxy) == 0 {
+	switch {
+	case len(rep.Proxy) > 0:
+	case rep.TaskStarts != nil:
+		base = "task-starts-" + rep.TaskStarts.Learn
+	default:
 		base = "provider"
 	}
 	files := map[string][]byte{base + ".json": append(js, '\n'), base + ".md": []byte(rep.Markdown())}
@@ -182,6 +190,20 @@ func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 func startServe(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
 	return startServeWith(ctx, io.Discard, nil, "--upstream", upstream, "--upstream-format", "openai",
 		"--context-window", strconv.Itoa(window), "--model", sim.ModelID, "--janus", cmp.Or(janus, string(engine.JanusBeside)))
+}
+
+// startLearningServe is the task-start run's StartLearningProxy: startServe learning across tasks
+// in mode learn, with --route-wait routeWait (0: serve's default; negative: unbounded).
+func startLearningServe(ctx context.Context, upstream string, window int, janus, learn string, routeWait time.Duration) (string, func() error, error) {
+	args := []string{"--upstream", upstream, "--upstream-format", "openai", "--context-window", strconv.Itoa(window), "--model", sim.ModelID,
+		"--janus", cmp.Or(janus, string(engine.JanusBeside)), "--learn", learn}
+	switch {
+	case routeWait < 0:
+		args = append(args, "--route-wait", "0")
+	case routeWait > 0:
+		args = append(args, "--route-wait", routeWait.String())
+	}
+	return startServeWith(ctx, io.Discard, nil, args...)
 }
 
 // startServeWith runs the `serve` command in-process with args, on a free loopback port, with a
