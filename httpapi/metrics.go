@@ -172,7 +172,7 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		read       func(sessions.Stats) int64
 	}{
 		{"hippocam_learn_updates_total", "Cluster updates applied from ended tasks.", func(s sessions.Stats) int64 { return s.Learned }},
-		{"hippocam_learn_stateless_total", "Task starts that ran without memory because the router gave up or failed.", func(s sessions.Stats) int64 { return s.Stateless }},
+		{"hippocam_learn_stateless_total", "Routings of tasks that failed (the router gave up, or a model or store error): the step ran without memory, and the task is routed again until it runs stateless.", func(s sessions.Stats) int64 { return s.Stateless }},
 		{"hippocam_learn_configured_total", "Numeric clusters configured on their first reuse.", func(s sessions.Stats) int64 { return s.Configured }},
 		{"hippocam_learn_configuration_failed_total", "Numeric clusters whose configuration failed for good: they give no numeric advisory.", func(s sessions.Stats) int64 { return s.ConfigFailed }},
 		{"hippocam_job_runs_failed_total", "Job runs that failed and were put back in the queue (consolidation and cluster updates).", func(s sessions.Stats) int64 { return s.JobsFailed }},

@@ -15,8 +15,10 @@ const MaxAdviceBytes = 64 << 10
 
 // Advise answers what a task with this text would be told if it started now, for agents that
 // cannot send their model calls through the proxy (the MCP tool get_advisory). The text is routed
-// exactly as a new session's first request is (startTask: the router's cluster, or the global
-// one, read within the advisory budget); no session is created and nothing runs for the agent.
+// as a new session's first request is (startTask: the global cluster, the one whose scope the
+// text names, or the router's, read within the advisory budget), except that it waits for the
+// router however long it takes, since no answer is held up; no session is created and nothing
+// runs for the agent.
 // It changes nothing: a cluster the router would create is not created (Decision "create", the
 // system named, no advisory), and a numeric cluster waiting for its first reuse is read as it is
 // (no advisory yet) rather than configured from a text that may be a probe. Like a task start it

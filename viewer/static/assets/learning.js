@@ -17,6 +17,8 @@ window.hippocamLearning = (kit) => {
     create: 'The router made a new cluster for this kind of task',
     pinned: 'The client named the cluster (Hippocam-Cluster)',
     global: 'The server keeps one cluster for every task (--learn global)',
+    match: "The task's text names this cluster's scope: routed without asking the router",
+    pending: 'Not routed yet: the router was still deciding (or failed) when the task answered; the next request or the outcome routes it',
     stateless: 'No cluster: the task ran without learned experience',
   };
   const LESSON_FILTERS = [['all', 'All'], ['active', 'Active'], ['superseded', 'Superseded']];
