@@ -313,6 +313,9 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	task := *specification(id, tl.Key, sess.Transcript.Framing, msgs, nil)
 	task.Attempts = tl.Attempts
 	if tl.Pending() {
+		if !s.learning() || len(s.cfg.Systems) == 0 {
+			return nil // this server does not learn: nothing to route the task to
+		}
 		if sess, err = s.routeAtOutcome(ctx, sess, &task, firstHash(msgs)); err != nil {
 			return err
 		}

@@ -302,6 +302,9 @@ func (s *Service) askRouter(ctx context.Context, h *history, task *hippocam.Task
 // again, nil while the router is still at work (this request goes without; the next looks
 // again).
 func (s *Service) routeLate(ctx context.Context, h *history, sess *hippocam.Session) *hippocam.TaskLearning {
+	if !s.learning() || len(s.cfg.Systems) == 0 {
+		return nil // this server does not learn (a restart with --learn off): nothing to route to
+	}
 	prev := sess.Transcript.Learning
 	ctx = hippocam.WithCallSession(ctx, sess.Tenant, sess.ID) // the router's calls are the session's
 	task := specification(sess.ID, prev.Key, h.conv.Framing, h.conv.Messages, h.conv.Tools)

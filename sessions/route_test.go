@@ -345,3 +345,37 @@ func waitJobs(t *testing.T, st hippocam.Store) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A task that ends while its routing is still owed, the router having decided after the first
+// answer: the outcome takes that decision (no second router call), records it on the session and
+// updates the cluster it names.
+func TestRouteSlowRouterTakenAtOutcome(t *testing.T) {
+	ctx := context.Background()
+	st := inmem.New()
+	m := &routerProbe{gate: make(chan struct{})}
+	svc := learningServiceWith(t, st, learnSetup{mode: sessions.LearnRouted, systems: []string{"icl"},
+		wrap:   func(inner hippocam.Model) hippocam.Model { m.inner = inner; return m },
+		config: func(c *sessions.Config) { c.RouteWait = time.Nanosecond }})
+	first, _ := next(t, svc, "s1", nil, salesTask)
+	if first.Learning.Decision != hippocam.DecisionPending {
+		t.Fatalf("first answer's learning %+v: want pending", first.Learning)
+	}
+	close(m.gate)
+	if !sessions.WaitRouting(svc, "acme", "s1") {
+		t.Fatal("no routing kept")
+	}
+	ended, err := svc.EndTask(ctx, "acme", "s1", sessions.Outcome{Feedback: "feedback: status_filter = all wrong"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ended.Transcript.Learning
+	if l.Decision != "create" || l.Cluster == "" || l.Advisory != "" {
+		t.Fatalf("the ended task's learning %+v: want the router's decision, no advisory (none reached the task)", l)
+	}
+	if c, err := st.Cluster(ctx, "acme", l.Cluster); err != nil || !c.HasApplied("s1") {
+		t.Fatalf("the cluster after the outcome: %+v (%v)", c, err)
+	}
+	if r, _ := m.calls(); r != 1 {
+		t.Fatalf("%d router calls, want 1: the outcome takes the routing already made", r)
+	}
+}

@@ -17,6 +17,7 @@ func TestBenchUsageErrors(t *testing.T) {
 		{"ErrNoBenchmark", []string{"bench"}, 2, "which benchmark?"},
 		{"ErrUnknownBenchmark", []string{"bench", "speed"}, 2, `unknown benchmark "speed"`},
 		{"ErrOverheadStrayArgument", []string{"bench", "overhead", "extra"}, 2, "unexpected arguments"},
+		{"ErrOverheadLearnMode", []string{"bench", "overhead", "--learn", "always"}, 2, `learning mode "always"`},
 		{"ErrSmallWindow", []string{"bench", "context", "--context-window", "2000"}, 2, "too small"},
 		{"ErrUnknownWorkload", []string{"bench", "context", "--workloads", "agentic,chat"}, 2, `unknown workload "chat"`},
 		{"ErrStrayArgument", []string{"bench", "context", "extra"}, 2, "unexpected arguments"},

@@ -81,3 +81,30 @@ func TestBenchOverheadQuick(t *testing.T) {
 		}
 	}
 }
+
+// bench overhead --learn routed times task starts through the serve command itself, learning,
+// with the --route-wait it is given: every task records a routing decision.
+func TestBenchOverheadTaskStarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts serve and runs tasks through it")
+	}
+	stdout, stderr, code := runMain(t, "bench", "overhead", "--provider-only", "--learn", "routed", "--tasks", "6",
+		"--route-wait", "-1s", "--ttft-ms", "10", "--tokens-per-second", "4000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		TaskStarts struct {
+			Tasks     int            `json:"tasks"`
+			Decisions map[string]int `json:"decisions"`
+			Ratio     float64        `json:"ratio_ttfb_p50"`
+		} `json:"task_starts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	ts := out.TaskStarts
+	if ts.Tasks != 6 || ts.Decisions["pending"] != 0 || ts.Decisions["create"]+ts.Decisions["reuse"]+ts.Decisions["match"] != 6 || ts.Ratio <= 0 {
+		t.Fatalf("task starts %+v: the router, waited for without bound, decides every task", ts)
+	}
+}
