@@ -319,7 +319,8 @@ func (s *Service) routeLate(ctx context.Context, h *history, sess *hippocam.Sess
 // the decision on the session, which it returns. It takes the routing this process still runs
 // for the task, waiting for it to end, and routes anew otherwise (known cluster, then the
 // router); no advisory is read, since none can reach the ended task. A routing that fails is
-// returned as an error: the learn job tries again.
+// counted on the session and returned as an error, so that the learn job tries again, up to
+// maxRouteFailures failures in all; then the task is recorded stateless.
 func (s *Service) routeAtOutcome(ctx context.Context, sess *hippocam.Session, task *hippocam.Task, first string) (*hippocam.Session, error) {
 	tenant, id, prev := sess.Tenant, sess.ID, sess.Transcript.Learning
 	key := routingKey(tenant, id)
@@ -347,8 +348,20 @@ func (s *Service) routeAtOutcome(ctx context.Context, sess *hippocam.Session, ta
 			c, err = s.askRouter(ctx, h, task, clusters, tl)
 		}
 		if err != nil {
+			// Counted on the session like a failure at a request: the job tries again until
+			// maxRouteFailures, and then the task stays stateless and the job ends.
 			s.stats.stateless.Add(1)
-			s.log.Warn("learning: routing the ended task failed; its learn job tries again", logTenant, tenant, logSession, id, "error", err)
+			tl.RouteFailures++
+			tl.Cluster, tl.System, tl.Decision, tl.Reason = "", "", hippocam.DecisionPending, statelessReason(err)
+			if tl.RouteFailures >= maxRouteFailures {
+				s.log.Warn("learning: routing the ended task kept failing; it taught nothing", logTenant, tenant, logSession, id, "failures", tl.RouteFailures, "error", err)
+				tl.Decision = "stateless"
+				return s.recordRouting(ctx, tenant, id, tl)
+			}
+			s.log.Warn("learning: routing the ended task failed; its learn job tries again", logTenant, tenant, logSession, id, "failures", tl.RouteFailures, "error", err)
+			if _, rerr := s.recordRouting(ctx, tenant, id, tl); rerr != nil {
+				s.log.Warn("learning: recording the failed routing", logTenant, tenant, logSession, id, "error", rerr)
+			}
 			return nil, err
 		}
 		switch {

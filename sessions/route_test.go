@@ -308,6 +308,26 @@ func TestRouteFaultRoutedAgain(t *testing.T) {
 			t.Fatalf("the stored session says %+v", s.Transcript.Learning)
 		}
 	})
+	t.Run("outcome-bound", func(t *testing.T) {
+		svc, st, m := setup(t, 1000)
+		first, _ := next(t, svc, "f1", nil, salesTask)
+		faulted(t, first)
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { svc.RunJobs(wctx); close(done) }()
+		defer func() { stop(); <-done }()
+		if _, err := svc.EndTask(ctx, "acme", "f1", sessions.Outcome{Feedback: "x"}, true); err == nil {
+			t.Fatal("the outcome's routing failed, and EndTask said nothing")
+		}
+		waitJobs(t, st) // the job tries again, and gives the task up at the bound
+		s, _ := st.Session(ctx, "acme", "f1")
+		if l := s.Transcript.Learning; l.Decision != "stateless" || l.RouteFailures != 3 || !l.Ended {
+			t.Fatalf("learning after the outcome's routings kept failing: %+v", l)
+		}
+		if r, _ := m.calls(); r != 3 {
+			t.Fatalf("%d router calls, want 3", r)
+		}
+	})
 	t.Run("bound", func(t *testing.T) {
 		svc, _, m := setup(t, 1000)
 		res, history := next(t, svc, "f1", nil, salesTask)
