@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,6 +54,7 @@ type StartLearningProxy func(ctx context.Context, upstream string, window int, j
 type OverheadTaskStarts struct {
 	Learn          string         `json:"learn"`
 	RouteWaitMs    float64        `json:"route_wait_ms"`
+	Janus          string         `json:"janus"`
 	UpstreamTTFTMs float64        `json:"upstream_ttft_ms"`
 	Tasks          int            `json:"tasks"`
 	TTFBP50Ms      float64        `json:"ttfb_p50_ms"`
@@ -97,7 +99,8 @@ func runTaskStarts(ctx context.Context, c OverheadConfig, prog *overheadProgress
 		return nil, err
 	}
 	defer rig.Close()
-	ts := &OverheadTaskStarts{Learn: c.Learn, RouteWaitMs: durationMs(c.RouteWait), UpstreamTTFTMs: float64(c.Provider.TTFT.Milliseconds()), Decisions: map[string]int{}}
+	ts := &OverheadTaskStarts{Learn: c.Learn, RouteWaitMs: durationMs(c.RouteWait), Janus: cmp.Or(c.ProviderJanus, string(engine.JanusBeside)),
+		UpstreamTTFTMs: float64(c.Provider.TTFT.Milliseconds()), Decisions: map[string]int{}}
 	var hip, bare [2]timings
 	for i, task := range tasks {
 		id := fmt.Sprintf("task-%03d", i+1)
@@ -277,8 +280,8 @@ func (ts *OverheadTaskStarts) markdown(b *strings.Builder) {
 	case ts.RouteWaitMs > 0:
 		wait = fmt.Sprintf("%.0f ms", ts.RouteWaitMs)
 	}
-	fmt.Fprintf(b, "Task starts, learning %s (route wait %s), provider latency %.0f ms to first byte: the first answers of %d tasks of a `bench learn` decision stream, each ended by its outcome:\n\n",
-		ts.Learn, wait, ts.UpstreamTTFTMs, ts.Tasks)
+	fmt.Fprintf(b, "Task starts, learning %s (route wait %s, JANUS %s), provider latency %.0f ms to first byte: the first answers of %d tasks of a `bench learn` decision stream, each ended by its outcome:\n\n",
+		ts.Learn, wait, ts.Janus, ts.UpstreamTTFTMs, ts.Tasks)
 	b.WriteString("| | Hippocam ms | bare ms | ratio |\n|---|---:|---:|---:|\n")
 	fmt.Fprintf(b, "| first answer's time to first byte p50 | %.1f | %.1f | %.2f× |\n", ts.TTFBP50Ms, ts.BareTTFBP50Ms, ts.RatioTTFBP50)
 	fmt.Fprintf(b, "| first answer's time to first byte mean | %.1f | %.1f | %.2f× |\n", ts.TTFBMeanMs, ts.BareTTFBMeanMs, ts.RatioTTFBMean)

@@ -63,7 +63,7 @@ type mainRecorder struct {
 }
 
 func (m *mainRecorder) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
-	if req.Role == hippocam.CallAgent || req.Role == hippocam.CallSpeculative {
+	if req.Role == hippocam.CallAgent {
 		m.mu.Lock()
 		m.reqs = append(m.reqs, append([]hippocam.Message(nil), req.Messages...))
 		m.mu.Unlock()
