@@ -59,6 +59,13 @@ type Config struct {
 	// and output): the reserve is the largest of the request's own limit (Input.MaxTokens), MinAnswer and
 	// the quantile of the answers in context. ForWindow sets W/16, at most 4,096.
 	MinAnswer int
+	// MaxLag bounds how far consolidation left for after the answer may fall behind: the most
+	// steps that answer while work an earlier step left is still pending (Pending.Lag). The next
+	// step runs that work first, unless a job is at it (Input.Consolidating). Whatever the lag,
+	// a step runs the pending work first when its context would otherwise reach ρW (docs/
+	// architecture.md §7). 0: every step that finds work pending runs it first. ForWindow sets
+	// DefaultMaxLag.
+	MaxLag int
 	// Speculate starts the main model's first call of a step together with JANUS
 	// (engine/speculate.go); the answer stands when JANUS leaves the context as it was. On in
 	// ForWindow.
@@ -93,6 +100,7 @@ const (
 	DefaultCorrections  = 2
 	DefaultRecallLimit  = 64
 	DefaultMaxDepth     = 8
+	DefaultMaxLag       = 4
 	tailMinShare        = 0.032 // B_min / W at the paper's defaults
 	minPrefixShare      = 0.128 // T_min / W
 	minSavingShare      = 0.064 // Δmin / W
@@ -127,6 +135,7 @@ func ForWindow(w int) Config {
 		Prices:        hippocam.DefaultPrices,
 		SharedPrompts: w >= SharedPromptsFrom,
 		MinAnswer:     min(w/16, 4096),
+		MaxLag:        DefaultMaxLag,
 		Speculate:     true,
 	}
 }
@@ -159,6 +168,8 @@ func (c *Config) Validate() error {
 		return bad("intent stack depth bound must be ≥ 1, got %d", c.MaxDepth)
 	case c.RecallLimit < 0:
 		return bad("recall limit must be ≥ 0, got %d", c.RecallLimit)
+	case c.MaxLag < 0:
+		return bad("consolidation lag bound must be ≥ 0, got %d", c.MaxLag)
 	case c.MinAnswer < 0 || c.MinAnswer >= c.Window/2:
 		return bad("answer room %d must be ≥ 0 and less than half the window", c.MinAnswer)
 	}
