@@ -206,7 +206,6 @@ func TestConsolidationJob(t *testing.T) {
 	}
 }
 
-
 // The lag bound: with no worker, steps answer with the work pending until it has waited MaxLag
 // steps; the next one runs it first, counted as a wait for the lag. The job then finds nothing.
 func TestLagBound(t *testing.T) {
