@@ -62,8 +62,8 @@ type Config struct {
 	// MaxLag bounds how far consolidation left for after the answer may fall behind: the most
 	// steps that answer while work an earlier step left is still pending (Pending.Lag). The next
 	// step runs that work first, unless a job is at it (Input.Consolidating). Whatever the lag,
-	// a step runs the pending work first when its context would otherwise reach ρW (docs/
-	// architecture.md §7). 0: every step that finds work pending runs it first. ForWindow sets
+	// a step runs the pending work first when its context would not fit the window without it
+	// (docs/architecture.md §7). 0: every step that finds work pending runs it first. ForWindow sets
 	// DefaultMaxLag.
 	MaxLag int
 	// Speculate starts the main model's first call of a step together with JANUS

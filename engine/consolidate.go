@@ -19,13 +19,16 @@ import (
 // may answer and commit; Rebase then carries its memories onto the newer session. A step does
 // not wait for pending work unless it must (pendingDue): it answers on the context as it
 // stands, the pending spans protected from prefix folds meanwhile, and runs the work first only
-// when its context would reach the pressure threshold without it, or when the work has been
-// pending for more than Config.MaxLag steps.
+// when its context would not fit the window without it, or when the work has been pending for
+// more than Config.MaxLag steps. Between ρW and W the step's own pressure sweep runs as Alg. 2
+// says, over what is not pending; it never needs the emergency sweep or a recession because
+// of pending work, since above W the work comes first.
 
 // Why a step ran the pending consolidation before answering (Result.PendingReason).
 const (
-	// PendingWindow: the context with the step's inputs would reach ρW, where Alg. 2's
-	// pressure control folds for room; the pending memories are the first room to make.
+	// PendingWindow: the context with the step's inputs would not fit the window with room
+	// for the answer and the next round (Alg. 2's P > W): without the pending memories the
+	// step would need the emergency sweep, or could not answer at all.
 	PendingWindow = "window"
 	// PendingLag: the oldest pending work was left more than Config.MaxLag steps ago, and no
 	// job is at it (Input.Consolidating).
@@ -75,7 +78,7 @@ func (st *step) pendingDue() string {
 		return PendingInline
 	case st.in.Regenerate != "":
 		return PendingRegenerate
-	case float64(st.predicted()+st.inputTokens()) > st.e.cfg.Pressure*float64(st.e.cfg.Window):
+	case st.predicted()+st.inputTokens() > st.e.cfg.Window:
 		return PendingWindow
 	case p.Lag() >= st.e.cfg.MaxLag && (!st.in.Consolidating || st.e.cfg.MaxLag == 0):
 		return PendingLag

@@ -291,7 +291,7 @@ func TestStepDoesNotWaitForTheJob(t *testing.T) {
 	}
 }
 
-// A step whose context would reach the pressure threshold without the pending work waits for the
+// A step whose context would not fit the window without the pending work waits for the
 // job that is doing it: its model calls come after the job's PRECIP call returned.
 func TestWindowWaitsForTheJob(t *testing.T) {
 	ctx := context.Background()
@@ -299,7 +299,7 @@ func TestWindowWaitsForTheJob(t *testing.T) {
 	svc, g := gatedService(t, st)
 	c := &client{}
 	c.step(t, svc, "s", "#open Read the exports | both exports are read\n!say reading")
-	c.step(t, svc, "s", "Here is the first export:\n"+rows("first", 100)+"!say read")
+	c.step(t, svc, "s", "Here is the first export:\n"+rows("first", 200)+"!say read")
 	g.shut()
 	c.step(t, svc, "s", "#close Read the exports\n!say done")
 	jobs := runJobs(t, svc)
