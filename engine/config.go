@@ -64,6 +64,13 @@ type Config struct {
 	// applies its verdict at the start of the session's next step; JanusGate asks it first and
 	// makes the main call after its verdict is applied, the paper's order.
 	Janus JanusMode
+	// MaxLag bounds how far consolidation left for after the answer may fall behind: the most
+	// steps that answer while work an earlier step left is still pending (Pending.Lag). The next
+	// step runs that work first, unless a job is at it (Input.Consolidating). Whatever the lag,
+	// a step runs the pending work first when its context would not fit the window without it
+	// (docs/architecture.md §7). 0: every step that finds work pending runs it first. ForWindow sets
+	// DefaultMaxLag.
+	MaxLag int
 	// Ablations switch parts of the method off, for the experiments of seed 000 Table 4.
 	Ablations Ablations
 }
@@ -94,6 +101,7 @@ const (
 	DefaultCorrections  = 2
 	DefaultRecallLimit  = 64
 	DefaultMaxDepth     = 8
+	DefaultMaxLag       = 4
 	tailMinShare        = 0.032 // B_min / W at the paper's defaults
 	minPrefixShare      = 0.128 // T_min / W
 	minSavingShare      = 0.064 // Δmin / W
@@ -128,6 +136,7 @@ func ForWindow(w int) Config {
 		Prices:        hippocam.DefaultPrices,
 		SharedPrompts: w >= SharedPromptsFrom,
 		MinAnswer:     min(w/16, 4096),
+		MaxLag:        DefaultMaxLag,
 	}
 }
 
@@ -161,6 +170,8 @@ func (c *Config) Validate() error {
 		return bad("intent stack depth bound must be ≥ 1, got %d", c.MaxDepth)
 	case c.RecallLimit < 0:
 		return bad("recall limit must be ≥ 0, got %d", c.RecallLimit)
+	case c.MaxLag < 0:
+		return bad("consolidation lag bound must be ≥ 0, got %d", c.MaxLag)
 	case c.MinAnswer < 0 || c.MinAnswer >= c.Window/2:
 		return bad("answer room %d must be ≥ 0 and less than half the window", c.MinAnswer)
 	}

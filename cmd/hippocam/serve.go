@@ -67,6 +67,9 @@ type ServeCommand struct {
 	// JobLease is how long a consolidation job stays with the worker that claimed it without
 	// renewal: a server killed mid-job leaves it to the others (or to itself, restarted) that long.
 	JobLease time.Duration
+	// ConsolidationLag is the most steps that may answer while consolidation an earlier step
+	// left is still pending (engine.Config.MaxLag); 0: every step runs it first.
+	ConsolidationLag int
 	// Workers run consolidation jobs; InlineConsolidation consolidates before answering
 	// instead; Janus is when JANUS runs (beside the main call, or before it: gate).
 	Workers             int
@@ -134,6 +137,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&c.JobLease, "job-lease", defaultJobLease, "how long a claimed consolidation job stays with its worker without renewal (a server killed mid-job leaves it to others that long)")
 	fs.IntVar(&c.Workers, "workers", 2, "how many consolidation jobs run at once")
+	fs.IntVar(&c.ConsolidationLag, "consolidation-lag", engine.DefaultMaxLag, "the most steps that may answer while consolidation left by an earlier step is still pending (its job not done); the next step runs it first (0: every step does)")
 	fs.StringVar(&c.Structured, "structured", env("HIPPOCAM_STRUCTURED", "auto"), "how Hippocam's own calls ask for their JSON answers: auto (the upstream's structured output, the schema in prose for an upstream and model that refuse it), native (structured output only) or prose (env HIPPOCAM_STRUCTURED)")
 	fs.StringVar(&c.Learn, "learn", env("HIPPOCAM_LEARN", "off"), "learning across tasks: off, global (one cluster) or routed (the router picks a cluster per task) (env HIPPOCAM_LEARN)")
 	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated")
@@ -157,6 +161,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	}
 	if c.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
+	}
+	if c.ConsolidationLag < 0 {
+		return fmt.Errorf("--consolidation-lag must be at least 0")
 	}
 	if c.SQLiteSynchronous = strings.ToUpper(c.SQLiteSynchronous); c.SQLiteSynchronous != "FULL" && c.SQLiteSynchronous != "NORMAL" {
 		return fmt.Errorf("--sqlite-synchronous must be FULL or NORMAL")
@@ -242,6 +249,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		return err
 	}
 	ecfg.Structured = structured
+	ecfg.MaxLag = c.ConsolidationLag
 	e, err := engine.New(ecfg, upstream, tok, log)
 	if err != nil {
 		return err
