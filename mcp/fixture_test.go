@@ -71,7 +71,9 @@ func newStack(t *testing.T, path, learnMode string, cacheMessages int) (*sqlite.
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(engine.ForWindow(8000), model, tok, nil)
+	ecfg := engine.ForWindow(8000)
+	ecfg.Janus = engine.JanusGate // the fixture's closes are consolidated in the step that closes them
+	e, err := engine.New(ecfg, model, tok, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
