@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/hippocam/hippocam"
 )
@@ -64,6 +65,12 @@ type Config struct {
 	// applies its verdict at the start of the session's next step; JanusGate asks it first and
 	// makes the main call after its verdict is applied, the paper's order.
 	Janus JanusMode
+	// JanusWait bounds how long a step waits for the verdict its session's previous step left
+	// (JanusBeside). A verdict not in by then is applied at a later step, and no new JANUS call
+	// starts until it is: nothing is skipped, the stack only moves later. 0 (ForWindow's, so
+	// that a run in one process is the same every time) waits as long as the call takes;
+	// `serve` sets DefaultJanusWait.
+	JanusWait time.Duration
 	// MaxLag bounds how far consolidation left for after the answer may fall behind: the most
 	// steps that answer while work an earlier step left is still pending (Pending.Lag). The next
 	// step runs that work first, unless a job is at it (Input.Consolidating). Whatever the lag,
@@ -148,6 +155,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Janus != "" && c.Janus != JanusBeside && c.Janus != JanusGate:
 		return bad("JANUS mode must be beside or gate, got %q", c.Janus)
+	case c.JanusWait < 0:
+		return bad("JANUS wait must be ≥ 0, got %v", c.JanusWait)
 	case c.Structured != "" && c.Structured != hippocam.StructuredAuto && c.Structured != hippocam.StructuredNative && c.Structured != hippocam.StructuredProse:
 		return bad("structured mode must be auto, native or prose, got %q", c.Structured)
 	case c.Window < 512:

@@ -185,9 +185,9 @@ type Result struct {
 	// with JanusBeside the one the session's previous step left (VerdictApplied, VerdictSkip,
 	// VerdictFailed, VerdictDropped), or "" when there was none. VerdictWait is how long the
 	// step waited for that verdict (JanusBeside: its JANUS call was still running).
-	Verdict     string
-	VerdictWait time.Duration
-	PendingReason        string
+	Verdict       string
+	VerdictWait   time.Duration
+	PendingReason string
 	// Lag is how many steps, this one included, have answered since the oldest consolidation
 	// still pending was left (Pending.Lag); 0 when the step answered with none pending.
 	Lag int

@@ -43,6 +43,9 @@ type step struct {
 	// next is the JANUS call running beside this step's answer (JanusBeside), kept for the
 	// session's next step once this one succeeds.
 	next *verdict
+	// janusBusy is set when the previous step's JANUS call is still running (JanusWait ran
+	// out): this step starts none of its own.
+	janusBusy bool
 	// answerText is the answer's text so far: the text of every main response of the step (the
 	// part passed to Input.OnText); partStarted is set once the current response added to it.
 	answerText  strings.Builder
@@ -107,7 +110,9 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	}
 	if st.beside() {
 		// JANUS judges this context while the main model answers it.
-		st.startJanus(ctx)
+		if !st.janusBusy {
+			st.startJanus(ctx)
+		}
 	} else if !e.cfg.Ablations.FlatSummary {
 		// Lines 2-3 in the paper's order: JANUS, then the validated stack and its guidance (not
 		// with the flat-summary ablation, which keeps no intents).

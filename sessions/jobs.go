@@ -78,7 +78,7 @@ type Stats struct {
 type stats struct {
 	waitsRunning, waitsWindow, waitsLag, waitsInline atomic.Int64
 	pendingSteps, lagSteps, maxLag                   atomic.Int64
-	verdictWaits, jobsDone, jobsFailed              atomic.Int64
+	verdictWaits, jobsDone, jobsFailed               atomic.Int64
 	rebased, dropped                                 atomic.Int64
 	stateless, learned, jobsGaveUp                   atomic.Int64
 	lessonsAdded, lessonsMerged, lessonsSuperseded   atomic.Int64
@@ -101,7 +101,7 @@ func (s *Service) Stats() Stats {
 		WaitsLag: s.stats.waitsLag.Load(), WaitsInline: s.stats.waitsInline.Load(),
 		PendingSteps: s.stats.pendingSteps.Load(), LagSteps: s.stats.lagSteps.Load(), MaxLag: s.stats.maxLag.Load(),
 		VerdictWaits: s.stats.verdictWaits.Load(),
-		JobsDone: s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
+		JobsDone:     s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
 		JobsRebased: s.stats.rebased.Load(), JobPartsDropped: s.stats.dropped.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
 		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),

@@ -75,6 +75,7 @@ type ServeCommand struct {
 	Workers             int
 	InlineConsolidation bool
 	Janus               string
+	JanusWait           time.Duration
 	// SQLiteSynchronous is SQLite's synchronous setting (FULL, or NORMAL: about twice the
 	// commits per second under concurrency, but a power loss may lose the last commits).
 	SQLiteSynchronous string
@@ -145,6 +146,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.IntVar(&c.AdvisoryBudget, "advisory-budget", 0, "the most tokens of a task's advisory (default W/4)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
+	fs.DurationVar(&c.JanusWait, "janus-wait", engine.DefaultJanusWait, "with --janus beside: the longest a step waits for the verdict of its session's previous JANUS call; one not in by then applies at a later step (0: wait for it)")
 	fs.StringVar(&c.Janus, "janus", string(engine.JanusBeside), "when JANUS keeps the intent stack: beside (asked at the same time as the main model; its verdict applies from the session's next step, so no answer waits for it) or gate (asked first; the main call waits for its verdict, the paper's order)")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", openai.DefaultTimeout, "the longest an attempt at the upstream may take until its answer starts (a whole answer: all of it; a stream: its first line)")
 	fs.DurationVar(&c.UpstreamIdleTimeout, "upstream-idle-timeout", openai.DefaultIdleTimeout, "the longest pause between two lines of an upstream stream that has begun; a stream that keeps coming is never cut")
@@ -243,7 +245,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		upstream = rec.Model(upstream)
 	}
 	ecfg := engine.ForWindow(c.Window)
-	ecfg.Janus = engine.JanusMode(c.Janus)
+	ecfg.Janus, ecfg.JanusWait = engine.JanusMode(c.Janus), c.JanusWait
 	structured, err := hippocam.ParseStructuredMode(c.Structured)
 	if err != nil {
 		return err
