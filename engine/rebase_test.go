@@ -407,7 +407,7 @@ func canonicalTree(rt *rapid.T, c *conversation) []string {
 // session, is refused.
 func TestRebaseRefuses(t *testing.T) {
 	ctx := context.Background()
-	c := newConversation(t, mustEngine(t, engine.ForWindow(8000), mustSim(t)))
+	c := newConversation(t, mustEngine(t, gateWindow(8000), mustSim(t)))
 	c.mode = consolidateNext
 	c.mustUser("#open Read the exports | both exports are read\n!say reading")
 	c.mustUser("#close Read the exports\n!say done")
