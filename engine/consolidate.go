@@ -19,16 +19,19 @@ import (
 // may answer and commit; Rebase then carries its memories onto the newer session. A step does
 // not wait for pending work unless it must (pendingDue): it answers on the context as it
 // stands, the pending spans protected from prefix folds meanwhile, and runs the work first only
-// when its context would not fit the window without it, or when the work has been pending for
-// more than Config.MaxLag steps. Between ρW and W the step's own pressure sweep runs as Alg. 2
-// says, over what is not pending; it never needs the emergency sweep or a recession because
-// of pending work, since above W the work comes first.
+// when its context would not fit the window without it, when it is past ρW and its own sweep
+// could not bring it back for want of anything but pending work to fold, or when the work has
+// been pending for more than Config.MaxLag steps. Otherwise, between ρW and W, the step's own
+// pressure sweep runs as Alg. 2 says, over what is not pending; it never needs the emergency
+// sweep or a recession because of pending work, since above W the work comes first.
 
 // Why a step ran the pending consolidation before answering (Result.PendingReason).
 const (
 	// PendingWindow: the context with the step's inputs would not fit the window with room
 	// for the answer and the next round (Alg. 2's P > W): without the pending memories the
-	// step would need the emergency sweep, or could not answer at all.
+	// step would need the emergency sweep, or could not answer at all. Or it is past ρW and
+	// folding everything the sweep may fold (sweepable) would not bring it under: the room
+	// Alg. 2 keeps below ρW, which the step's recall results use, is held by pending work.
 	PendingWindow = "window"
 	// PendingLag: the oldest pending work was left more than Config.MaxLag steps ago, and no
 	// job is at it (Input.Consolidating).
@@ -80,10 +83,32 @@ func (st *step) pendingDue() string {
 		return PendingRegenerate
 	case st.predicted()+st.inputTokens() > st.e.cfg.Window:
 		return PendingWindow
+	case float64(st.predicted()+st.inputTokens()-st.sweepable()) > st.e.cfg.Pressure*float64(st.e.cfg.Window):
+		// Past ρW, and even folding all that the sweep may fold would not bring it back: the
+		// pending spans hold the room Alg. 2 keeps below ρW, which this step's recall results
+		// need. An answer's recall exchanges, sized to the room of their own step, wait in the
+		// context for their memory; answering on top of them left a later question a few
+		// tokens to recall in.
+		return PendingWindow
 	case p.Lag() >= st.e.cfg.MaxLag && (!st.in.Consolidating || st.e.cfg.MaxLag == 0):
 		return PendingLag
 	}
 	return ""
+}
+
+// sweepable is the most the step's ordinary pressure sweep could free: every region's eligible
+// prefix before the working tail and the protected part (pending spans included) that is
+// larger than Δmin, counted whole as though its memory cost nothing.
+func (st *step) sweepable() int {
+	tail := st.tailStart(true)
+	n := 0
+	for _, r := range st.regions() {
+		lo, hi := st.eligible(r, tail)
+		if t := tokens(st.s.Context[lo:hi]); t > st.e.cfg.MinSaving {
+			n += t
+		}
+	}
+	return n
 }
 
 // inputTokens is the size of the messages the step will append.

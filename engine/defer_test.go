@@ -3,10 +3,13 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/scenario"
 )
 
 // Consolidation after the answer changes when the work is done, not what it does: a session
@@ -105,5 +108,56 @@ func TestConsolidateTwice(t *testing.T) {
 	}
 	if len(second.Change.Ops) != 0 || len(second.Usage) != 0 {
 		t.Fatalf("second run changed something: %d ops, usage %v", len(second.Change.Ops), second.Usage)
+	}
+}
+
+// Pending work must not take the room that recall needs. An answer's recall exchanges, sized to
+// the room of their own step, wait in the context until their memory is written; a step that
+// answered on top of them between ρW and W, where its sweep could fold nothing else, had a few
+// tokens left for its own recall results and answered "unknown". Replayed with consolidation
+// left to later steps, no job and no lag bound, in both JANUS orders, the bundled refactor
+// scenario answers every question as its expected file says, and loses nothing.
+func TestPendingKeepsRecallRoom(t *testing.T) {
+	lines, err := scenario.ParseFile("../scenarios/refactor.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../scenarios/refactor.expected")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range []engine.JanusMode{engine.JanusBeside, engine.JanusGate} {
+		t.Run(string(order), func(t *testing.T) {
+			cfg := engine.ForWindow(8000)
+			cfg.Janus, cfg.MaxLag = order, 1000
+			c := newConversation(t, mustEngine(t, cfg, mustSim(t)))
+			c.mode = consolidateNext
+			var answers []string
+			windowRuns := 0
+			for i := 0; i < len(lines); {
+				var res *engine.Result
+				if lines[i].Role == hippocam.RoleTool {
+					var texts []string
+					for ; i < len(lines) && lines[i].Role == hippocam.RoleTool; i++ {
+						texts = append(texts, lines[i].Content)
+					}
+					res = c.mustResults(texts...)
+				} else {
+					res = c.mustUser(lines[i].Content)
+					if strings.HasPrefix(lines[i].Content, "!ask ") {
+						answers = append(answers, res.Answer.Content)
+					}
+					i++
+				}
+				if res.PendingReason == engine.PendingWindow {
+					windowRuns++
+				}
+			}
+			if got := strings.Join(answers, "\n") + "\n"; got != string(want) {
+				t.Errorf("answers:\n%swant:\n%s", got, want)
+			}
+			t.Logf("%d steps ran the pending work first for the window", windowRuns)
+			c.checkLossless()
+		})
 	}
 }

@@ -77,8 +77,8 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
 	defer st.dropNext()                     // a JANUS call still held by the step here belongs to a failed step
 	// Consolidation earlier steps left comes first only when this step needs it: its context
-	// would reach the pressure threshold without it, or it has waited more than MaxLag steps
-	// (consolidate.go). Otherwise the step answers on the context as it stands, the pending
+	// would not fit the window, or would stay past ρW whatever the sweep folds, without it; or
+	// it has waited more than MaxLag steps (consolidate.go). Otherwise the step answers on the context as it stands, the pending
 	// spans protected from folds, and the job does the work after.
 	if err := st.runPendingIfDue(ctx); err != nil {
 		return nil, err
