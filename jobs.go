@@ -1,7 +1,9 @@
 package hippocam
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -74,24 +76,58 @@ type JobInfo struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// Pending is the consolidation a step left for after its answer: PRECIP for the spans of the
-// intents it closed and for the recall exchanges its answer drew on, then the ordinary prefix
-// check. It rides in the session's snapshot, committed with the step, and the consolidation
-// job's commit clears it. The spans it names stay protected from prefix folds until then.
+// Pending is the consolidation steps left for after their answers: PRECIP for the spans of the
+// intents they closed and for the recall exchanges their answers drew on, then the ordinary
+// prefix check. It rides in the session's snapshot, committed with each step, and the
+// consolidation job's commit removes the work it did. Several steps' work may wait here at once
+// (docs/architecture.md §7): a step answers on the context as it stands unless the window or the
+// lag bound needs the work done first. The spans it names stay protected from prefix folds
+// until then.
 type Pending struct {
 	// Closures are JANUS's closures, in the order they happened.
 	Closures []ClosedSpan `json:"closures,omitempty"`
-	// Reinforce names the answer whose recall exchanges, committed just before it, are to be
-	// consolidated.
-	Reinforce *Reinforcement `json:"reinforce,omitempty"`
-	// Start is the first message of the round the step that left this work served: it stays
-	// protected from folds while the work runs, as it was during the step.
+	// Reinforce names the answers whose recall exchanges, committed just before each of them,
+	// are to be consolidated, oldest first.
+	Reinforce Reinforcements `json:"reinforce,omitempty"`
+	// Start is the first message of the round the latest step that left work here served. Each
+	// piece of work carries its own round (ClosedSpan.Start, Reinforcement.Start); this one stands
+	// in for work stored before they did.
 	Start string `json:"start,omitempty"`
+	// Steps counts the steps that answered while work here was pending; each piece of work
+	// records the count it was left at (Since), so that Lag says how far behind the oldest is.
+	Steps int `json:"steps,omitempty"`
 }
 
 // Empty reports whether nothing is pending.
 func (p *Pending) Empty() bool {
-	return p == nil || (len(p.Closures) == 0 && p.Reinforce == nil)
+	return p == nil || (len(p.Closures) == 0 && len(p.Reinforce) == 0)
+}
+
+// Lag is how many steps have answered since the oldest work still pending was left: 0 when
+// nothing is pending, or when only the last step left work.
+func (p *Pending) Lag() int {
+	if p.Empty() {
+		return 0
+	}
+	oldest := p.Steps
+	for _, c := range p.Closures {
+		oldest = min(oldest, c.Since)
+	}
+	for _, r := range p.Reinforce {
+		oldest = min(oldest, r.Since)
+	}
+	return p.Steps - oldest
+}
+
+// Clone returns a copy of p that shares nothing it may change (nil for nil).
+func (p *Pending) Clone() *Pending {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	c.Closures = append([]ClosedSpan(nil), p.Closures...)
+	c.Reinforce = append(Reinforcements(nil), p.Reinforce...)
+	return &c
 }
 
 // ClosedSpan is one JANUS answer's closed intents, innermost first, with the guidance message that
@@ -100,10 +136,54 @@ type ClosedSpan struct {
 	Intents  []Intent `json:"intents"`
 	Guidance string   `json:"guidance"`
 	Chain    []string `json:"chain"`
+	// Start is the first message of the round of the step that closed them (a new user request
+	// there opens the next work and stays out of the span); Since is Pending.Steps when they were
+	// left.
+	Start string `json:"start,omitempty"`
+	Since int    `json:"since,omitempty"`
+}
+
+// Key names the closure among the session's pending work: its guidance message is the
+// closing step's own.
+func (c *ClosedSpan) Key() string {
+	k := "closed:" + c.Guidance
+	for _, in := range c.Intents {
+		k += "/" + in.Start
+	}
+	return k
 }
 
 // Reinforcement names an answer reached through recall: its exchanges, as the model last saw
-// them, sit in the context right before it (KindRecall) until they are consolidated.
+// them, sit in the context right before it (KindRecall) until they are consolidated. Start and
+// Since are as for ClosedSpan.
 type Reinforcement struct {
 	Answer string `json:"answer"`
+	Start  string `json:"start,omitempty"`
+	Since  int    `json:"since,omitempty"`
+}
+
+// Key names the reinforcement among the session's pending work.
+func (r *Reinforcement) Key() string { return "recalled:" + r.Answer }
+
+// Reinforcements are the pending reinforcements, oldest first. In JSON they are a list; a
+// single object reads as a list of one (what was stored while one step's work at most could
+// be pending).
+type Reinforcements []Reinforcement
+
+// UnmarshalJSON reads a list of reinforcements, a single one, or null.
+func (r *Reinforcements) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		var one Reinforcement
+		if err := json.Unmarshal(t, &one); err != nil {
+			return err
+		}
+		*r = Reinforcements{one}
+		return nil
+	}
+	var list []Reinforcement
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*r = list
+	return nil
 }

@@ -104,13 +104,7 @@ func (s *Session) Clone() *Session {
 	c.Rounds = append([]int(nil), s.Rounds...)
 	c.Usage = s.Usage.Clone()
 	c.Transcript.Framing = append([]Message(nil), s.Transcript.Framing...)
-	if s.Pending != nil {
-		p := Pending{Closures: append([]ClosedSpan(nil), s.Pending.Closures...), Start: s.Pending.Start}
-		if r := s.Pending.Reinforce; r != nil {
-			p.Reinforce = &Reinforcement{Answer: r.Answer}
-		}
-		c.Pending = &p
-	}
+	c.Pending = s.Pending.Clone()
 	if l := s.Transcript.Learning; l != nil {
 		cl := *l
 		c.Transcript.Learning = &cl

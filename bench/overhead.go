@@ -1139,7 +1139,10 @@ func (p *OverheadProvider) count(before, after promSeries, calls map[string]int)
 	delta := func(name, label, value string) int {
 		return int(math.Round(after.sum(name, label, value) - before.sum(name, label, value)))
 	}
-	p.WaitsRunning, p.WaitsInline = delta(metricWaits, "how", "running"), delta(metricWaits, "how", "inline")
+	p.WaitsRunning = delta(metricWaits, "how", "running")
+	for _, how := range []string{"inline", "window", "lag", "regenerate"} { // ran the pending work themselves
+		p.WaitsInline += delta(metricWaits, "how", how)
+	}
 	p.ConsolidationJobs = delta(metricJobs, "result", "consolidated")
 	p.VerdictWaits = delta(metricVerdictWaits, "", "")
 	p.Consolidations = delta("hippocam_consolidations_total", "", "")

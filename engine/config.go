@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/hippocam/hippocam"
 )
@@ -64,6 +65,19 @@ type Config struct {
 	// applies its verdict at the start of the session's next step; JanusGate asks it first and
 	// makes the main call after its verdict is applied, the paper's order.
 	Janus JanusMode
+	// JanusWait bounds how long a step waits for the verdict its session's previous step left
+	// (JanusBeside). A verdict not in by then is applied at a later step, and no new JANUS call
+	// starts until it is: nothing is skipped, the stack only moves later. 0 (ForWindow's, so
+	// that a run in one process is the same every time) waits as long as the call takes;
+	// `serve` sets DefaultJanusWait.
+	JanusWait time.Duration
+	// MaxLag bounds how far consolidation left for after the answer may fall behind: the most
+	// steps that answer while work an earlier step left is still pending (Pending.Lag). The next
+	// step runs that work first, unless a job is at it (Input.Consolidating). Whatever the lag,
+	// a step runs the pending work first when its context would not fit the window without it
+	// (docs/architecture.md §7). 0: every step that finds work pending runs it first. ForWindow sets
+	// DefaultMaxLag.
+	MaxLag int
 	// Ablations switch parts of the method off, for the experiments of seed 000 Table 4.
 	Ablations Ablations
 }
@@ -94,6 +108,7 @@ const (
 	DefaultCorrections  = 2
 	DefaultRecallLimit  = 64
 	DefaultMaxDepth     = 8
+	DefaultMaxLag       = 4
 	tailMinShare        = 0.032 // B_min / W at the paper's defaults
 	minPrefixShare      = 0.128 // T_min / W
 	minSavingShare      = 0.064 // Δmin / W
@@ -128,6 +143,7 @@ func ForWindow(w int) Config {
 		Prices:        hippocam.DefaultPrices,
 		SharedPrompts: w >= SharedPromptsFrom,
 		MinAnswer:     min(w/16, 4096),
+		MaxLag:        DefaultMaxLag,
 	}
 }
 
@@ -139,6 +155,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.Janus != "" && c.Janus != JanusBeside && c.Janus != JanusGate:
 		return bad("JANUS mode must be beside or gate, got %q", c.Janus)
+	case c.JanusWait < 0:
+		return bad("JANUS wait must be ≥ 0, got %v", c.JanusWait)
 	case c.Structured != "" && c.Structured != hippocam.StructuredAuto && c.Structured != hippocam.StructuredNative && c.Structured != hippocam.StructuredProse:
 		return bad("structured mode must be auto, native or prose, got %q", c.Structured)
 	case c.Window < 512:
@@ -161,6 +179,8 @@ func (c *Config) Validate() error {
 		return bad("intent stack depth bound must be ≥ 1, got %d", c.MaxDepth)
 	case c.RecallLimit < 0:
 		return bad("recall limit must be ≥ 0, got %d", c.RecallLimit)
+	case c.MaxLag < 0:
+		return bad("consolidation lag bound must be ≥ 0, got %d", c.MaxLag)
 	case c.MinAnswer < 0 || c.MinAnswer >= c.Window/2:
 		return bad("answer room %d must be ≥ 0 and less than half the window", c.MinAnswer)
 	}

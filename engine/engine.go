@@ -136,9 +136,14 @@ type Input struct {
 	// Defer leaves the step's consolidation (PRECIP for closed intents and for the recall
 	// exchanges the answer drew on, then the ordinary prefix check) for after the answer: it is
 	// recorded in the session's Pending, the Change enqueues a hippocam.JobConsolidate job, and
-	// Engine.Consolidate runs it. Without Defer the step consolidates before it returns. Either
-	// way a step that finds consolidation pending runs it first.
+	// Engine.Consolidate runs it. Without Defer the step consolidates before it returns, and
+	// runs any consolidation it finds pending first. A deferring step that finds consolidation
+	// pending answers on the context as it stands, unless PendingDue says the work must come
+	// first.
 	Defer bool
+	// Consolidating says that a job is running the session's pending consolidation right now:
+	// the lag bound (Config.MaxLag) leaves the work to it. The window still does not.
+	Consolidating bool
 	// OnText, when set, receives the answer's text as the main model produces it (streamed when
 	// the model is a hippocam.StreamModel, else in one piece once the answer is known), from the
 	// step's goroutine or the model's; it must not block. The pieces joined are exactly the
@@ -177,17 +182,24 @@ type Result struct {
 	// JanusFailures counts the JANUS calls of the step that left the stack unchanged because
 	// JANUS failed (its answers kept breaking the contract, or no answer came).
 	JanusFailures int
-	// RanPending is set when the step found consolidation pending (an earlier step's job had not
-	// run yet) and ran it first; Deferred when it left its own for a job (Input.Defer).
+	// RanPending is set when the step found consolidation pending and ran it before answering,
+	// for the reason PendingReason gives (PendingWindow, PendingLag, PendingRegenerate,
+	// PendingInline); Deferred when it left its own for a job (Input.Defer).
 	RanPending, Deferred bool
 	// Verdict is what became of a JANUS verdict in this step: with JanusGate the step's own,
 	// with JanusBeside the one the session's previous step left (VerdictApplied, VerdictSkip,
 	// VerdictFailed, VerdictDropped), or "" when there was none. VerdictWait is how long the
 	// step waited for that verdict (JanusBeside: its JANUS call was still running).
-	Verdict     string
-	VerdictWait time.Duration
+	Verdict       string
+	VerdictWait   time.Duration
+	PendingReason string
+	// Lag is how many steps, this one included, have answered since the oldest consolidation
+	// still pending was left (Pending.Lag); 0 when the step answered with none pending.
+	Lag int
 	// Elapsed is the step's wall time, and ModelTime the part spent waiting for models.
 	Elapsed, ModelTime time.Duration
+	// job is what Rebase needs of a consolidation job's result (Consolidate); nil for a step.
+	job *jobWork
 }
 
 // StepError is the error of a step that failed after it had made model calls. Nothing of the

@@ -106,6 +106,11 @@ type conversation struct {
 	sent   []hippocam.Message // every message that entered, in order (inputs and answers)
 	answer hippocam.Message
 	mode   consolidation
+	// job is a consolidation job in flight (beginJob), computed on base; landed counts the jobs
+	// landed (landJob) and what they carried over.
+	job    *engine.Result
+	base   *hippocam.Session
+	landed struct{ jobs, rebased, intent, prefix, dropped, chained int }
 }
 
 // consolidation says when a conversation's steps consolidate.
@@ -114,7 +119,7 @@ type consolidation int
 const (
 	consolidateInline consolidation = iota // in the step, before it returns
 	consolidateJob                         // deferred, then Engine.Consolidate right after the step
-	consolidateNext                        // deferred, never run by a job: the next step runs it first
+	consolidateNext                        // deferred, never run by a job: a later step runs it first when its window or the lag bound needs it
 )
 
 func newConversation(tb T, e *engine.Engine) *conversation {
@@ -157,6 +162,51 @@ func (c *conversation) send(msgs ...hippocam.Message) (*engine.Result, error) {
 	c.sent = append(c.sent, res.Answer)
 	c.answer = res.Answer
 	return res, nil
+}
+
+// beginJob runs a consolidation job on the session as it is now; landJob commits it later.
+func (c *conversation) beginJob() error {
+	s := c.session()
+	res, err := c.e.Consolidate(context.Background(), s, hippocam.SessionArchive(c.st, "", c.id))
+	if err != nil {
+		return err
+	}
+	c.job, c.base = res, s
+	return nil
+}
+
+// landJob commits the job in flight, if any, rebased onto the session as it is now, and counts
+// what it carried over.
+func (c *conversation) landJob() error {
+	if c.job == nil {
+		return nil
+	}
+	newer := c.session()
+	out, err := c.e.Rebase(newer, c.job)
+	if err != nil {
+		return err
+	}
+	if err := c.st.Commit(context.Background(), out.Session, out.Change); err != nil {
+		return err
+	}
+	c.landed.jobs++
+	if newer.Version != c.job.Change.From {
+		c.landed.rebased++
+	}
+	c.landed.intent += out.IntentConsolidations
+	c.landed.prefix += out.PrefixConsolidations
+	made := map[string]bool{} // a fold that takes in a memory the same job wrote
+	for _, op := range out.Change.Ops {
+		for _, id := range op.Span {
+			if made[id] {
+				c.landed.chained++
+			}
+		}
+		made[op.Memory.ID] = true
+	}
+	c.landed.dropped += c.job.IntentConsolidations + c.job.PrefixConsolidations + c.job.Reinforced - out.IntentConsolidations - out.PrefixConsolidations - out.Reinforced
+	c.job = nil
+	return nil
 }
 
 func (c *conversation) mustUser(text string) *engine.Result {

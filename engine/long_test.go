@@ -22,8 +22,15 @@ func longSession(t *testing.T, w, rounds, keys int, seed uint64) (right, asked i
 // longSessionIn is longSession with consolidation done as mode says.
 func longSessionIn(t *testing.T, w, rounds, keys int, seed uint64, mode consolidation) (right, asked int, last *engine.Result, c *conversation) {
 	t.Helper()
+	return longSessionWith(t, engine.ForWindow(w), rounds, keys, seed, mode)
+}
+
+// longSessionWith is longSessionIn with the engine configured as cfg says.
+func longSessionWith(t *testing.T, cfg engine.Config, rounds, keys int, seed uint64, mode consolidation) (right, asked int, last *engine.Result, c *conversation) {
+	t.Helper()
+	w := cfg.Window
 	rng := rand.New(rand.NewPCG(seed, 7))
-	c = newConversation(t, mustEngine(t, engine.ForWindow(w), mustSim(t)))
+	c = newConversation(t, mustEngine(t, cfg, mustSim(t)))
 	c.mode = mode
 	value := map[string]string{}
 	var known []string

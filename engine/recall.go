@@ -123,6 +123,10 @@ func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (stri
 		head = fmt.Sprintf("Recall of %s, continued: messages %d to %d of the %d beneath it.", ref, from+1, len(kids), len(kids))
 	}
 	used := tok.Count(head) + 1
+	// rest is the line whose handle (ref#k) lists the children from index k on.
+	rest := func(k int) string {
+		return fmt.Sprintf("%s%s %s: the list of messages %d to %d (recall it to list them)", ChildMarker, hippocam.RefTag(fmt.Sprintf("%s#%d", ref, k)), LeftOutMarker, k+1, len(kids))
+	}
 	var blocks []block
 	for i := from; i < len(kids); i++ {
 		k := &kids[i]
@@ -130,20 +134,19 @@ func (st *step) layer(ref string, kids []hippocam.Message, from, room int) (stri
 		b.handle = fmt.Sprintf("%s · %s %s (%d tokens); recall the handle to read it", b.head, hippocam.RefTag(k.ID), LeftOutMarker, k.Tokens)
 		b.tokens = tok.Count(b.head) + tok.Count(b.body) + 2
 		b.leftTokens = tok.Count(b.handle) + 1
-		if rest := len(kids) - i - 1; rest > 0 {
-			more := fmt.Sprintf("%s%s %s: the list of messages %d to %d (recall it to list them)", ChildMarker, hippocam.RefTag(fmt.Sprintf("%s#%d", ref, i+1)), LeftOutMarker, i+2, len(kids))
-			if used+b.leftTokens+tok.Count(more)+1 > room {
-				if len(blocks) == 0 {
-					return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), "", false
-				}
-				blocks = append(blocks, block{handle: more, leftTokens: tok.Count(more) + 1})
-				used += tok.Count(more) + 1
-				break
-			}
-		} else if used+b.leftTokens > room {
+		need := b.leftTokens // child i's line, and the handle to the children after it if any
+		if i+1 < len(kids) {
+			need += tok.Count(rest(i+1)) + 1
+		}
+		if used+need > room {
 			if len(blocks) == 0 {
 				return fmt.Sprintf("Recall error: the window has room for only %d more tokens, too few to list the messages beneath %s. Answer with what you have.", max(room, 0), ref), "", false
 			}
+			// The list goes on from child i itself, whose line did not fit: the room the line
+			// before kept for this handle holds it.
+			more := rest(i)
+			blocks = append(blocks, block{handle: more, leftTokens: tok.Count(more) + 1})
+			used += tok.Count(more) + 1
 			break
 		}
 		used += b.leftTokens

@@ -48,7 +48,8 @@ func (st *step) reinforce(ctx context.Context, trace []hippocam.Message) error {
 		return nil
 	}
 	if st.in.Defer {
-		st.pending().Reinforce = &hippocam.Reinforcement{Answer: st.res.Answer.ID}
+		p := st.pending()
+		p.Reinforce = append(p.Reinforce, hippocam.Reinforcement{Answer: st.res.Answer.ID, Start: st.start, Since: p.Steps})
 		return nil
 	}
 	return st.consolidateRecall(ctx, st.res.Answer.ID, true)

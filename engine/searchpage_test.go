@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -415,5 +417,64 @@ func TestSearchCutsAHitToTheRoom(t *testing.T) {
 	t.Logf("%d windows with an error, %d with a cut hit, %d with whole hits", errs, cut, full)
 	if cut == 0 || full == 0 {
 		t.Errorf("the windows tried show %d cut and %d whole pages, want both", cut, full)
+	}
+}
+
+// A layer whose list of children does not fit the room comes back in pages, each ending with a
+// handle to the rest of the list; followed page after page, they list every child exactly once,
+// in order. (A page once ended on a handle that began one child too late: the child whose line
+// did not fit was in neither page, and a replay with a fuller context lost the only statement
+// of a fact that way.)
+func TestRecallListPagesHoldEveryChild(t *testing.T) {
+	const children = 160
+	var texts []string
+	for i := 0; i < children; i++ {
+		texts = append(texts, fmt.Sprintf("entry %d of the ledger", i))
+	}
+	st, refs, _ := archived(t, [][]string{texts})
+	handle := regexp.MustCompile(`\[ref:([^\]]+#[0-9]+)\] ` + engine.LeftOutMarker + `: the list`)
+	child := regexp.MustCompile(`^` + engine.ChildMarker + `([0-9]+)/([0-9]+) · `)
+	m := &mainScript{inner: mustSim(t), next: func(msgs []hippocam.Message) hippocam.Message {
+		last := msgs[len(msgs)-1]
+		switch {
+		case last.Role == hippocam.RoleUser:
+			return toolAnswer(engine.RecallTool, fmt.Sprintf(`{"ref":%q}`, refs[0]))
+		case last.Role == hippocam.RoleTool && handle.MatchString(last.Content):
+			return toolAnswer(engine.RecallTool, fmt.Sprintf(`{"ref":%q}`, handle.FindStringSubmatch(last.Content)[1]))
+		}
+		return hippocam.Message{Role: hippocam.RoleAssistant, Content: "done"}
+	}}
+	e := mustEngine(t, engine.ForWindow(4000), m)
+	res, err := e.Advance(context.Background(), st, "", "s1", engine.Input{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "list the ledger"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []int
+	pages := 0
+	for _, r := range res.Answer.Trace {
+		if r.Role != hippocam.RoleTool {
+			continue
+		}
+		if !strings.HasPrefix(r.Content, "Recall of ") {
+			t.Fatalf("page %d: %s", pages+1, clip(r.Content))
+		}
+		pages++
+		for _, l := range strings.Split(r.Content, "\n") {
+			if g := child.FindStringSubmatch(l); g != nil {
+				n, _ := strconv.Atoi(g[1])
+				listed = append(listed, n)
+			}
+		}
+	}
+	if pages < 2 {
+		t.Fatalf("the list came back in %d page: the room does not test paging", pages)
+	}
+	for i, n := range listed {
+		if n != i+1 {
+			t.Fatalf("%d pages list children %v: child %d is missing or repeated", pages, listed, i+1)
+		}
+	}
+	if len(listed) != children {
+		t.Fatalf("%d pages list %d of the %d children", pages, len(listed), children)
 	}
 }

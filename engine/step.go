@@ -43,6 +43,9 @@ type step struct {
 	// next is the JANUS call running beside this step's answer (JanusBeside), kept for the
 	// session's next step once this one succeeds.
 	next *verdict
+	// janusBusy is set when the previous step's JANUS call is still running (JanusWait ran
+	// out): this step starts none of its own.
+	janusBusy bool
 	// answerText is the answer's text so far: the text of every main response of the step (the
 	// part passed to Input.OnText); partStarted is set once the current response added to it.
 	answerText  strings.Builder
@@ -53,6 +56,9 @@ type step struct {
 	// preview appends without folding (Preview): nothing is consolidated and no model called,
 	// and a history with nothing new to answer is accepted.
 	preview bool
+	// job records, in a consolidation job (Consolidate), which ops did which pending work, for
+	// Rebase; nil in a step.
+	job *jobWork
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -70,9 +76,11 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	st := e.newStep(s, arch, in)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
 	defer st.dropNext()                     // a JANUS call still held by the step here belongs to a failed step
-	// Consolidation an earlier step left and no job has run yet comes first: the paper's step
-	// never sees a closed span that is not consolidated.
-	if err := st.runPending(ctx); err != nil {
+	// Consolidation earlier steps left comes first only when this step needs it: its context
+	// would not fit the window, or would stay past ρW whatever the sweep folds, without it; or
+	// it has waited more than MaxLag steps (consolidate.go). Otherwise the step answers on the context as it stands, the pending
+	// spans protected from folds, and the job does the work after.
+	if err := st.runPendingIfDue(ctx); err != nil {
 		return nil, err
 	}
 	if in.Regenerate != "" {
@@ -102,7 +110,9 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	}
 	if st.beside() {
 		// JANUS judges this context while the main model answers it.
-		st.startJanus(ctx)
+		if !st.janusBusy {
+			st.startJanus(ctx)
+		}
 	} else if !e.cfg.Ablations.FlatSummary {
 		// Lines 2-3 in the paper's order: JANUS, then the validated stack and its guidance (not
 		// with the flat-summary ablation, which keeps no intents).

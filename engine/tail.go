@@ -63,8 +63,8 @@ func (st *step) protectedFrom() int {
 				}
 			}
 		}
-		if p.Reinforce != nil {
-			if i := st.s.Index(p.Reinforce.Answer); i >= 0 {
+		for _, r := range p.Reinforce {
+			if i := st.s.Index(r.Answer); i >= 0 {
 				from = min(from, st.recallRunStart(i))
 			}
 		}

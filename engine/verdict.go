@@ -48,7 +48,14 @@ const (
 	VerdictSkip    = "skip"    // JANUS kept the stack as it was
 	VerdictFailed  = "failed"  // JANUS failed; the stack is unchanged
 	VerdictDropped = "dropped" // the session moved on another way; the messages are judged again
+	VerdictPending = "pending" // not in within Config.JanusWait: it applies at a later step
 )
+
+// DefaultJanusWait is the proxy's Config.JanusWait (serve --janus-wait): about a quarter of a provider's time to the
+// first token. An agent whose tools take time finds the verdict in already; one that sends its
+// next request at once (a user typing fast, tools that return at once) gets its answer without
+// waiting for the rest of JANUS's, whose verdict then applies a step later.
+const DefaultJanusWait = 100 * time.Millisecond
 
 // verdictTimeout bounds a JANUS call that runs on after its step returned.
 const verdictTimeout = 10 * time.Minute
@@ -177,8 +184,20 @@ func (st *step) takeVerdict(ctx context.Context) ([]hippocam.Intent, string, err
 	case <-v.done:
 	default:
 		t0 := time.Now()
+		var bound <-chan time.Time
+		if w := st.e.cfg.JanusWait; w > 0 {
+			t := time.NewTimer(w)
+			defer t.Stop()
+			bound = t.C
+		}
 		select {
 		case <-v.done:
+		case <-bound:
+			// Still running: this step answers without it, and starts no JANUS call of its
+			// own; the verdict stays for a later step, whose JANUS call then reviews this
+			// step's messages too.
+			st.res.VerdictWait, st.res.Verdict, st.janusBusy = time.Since(t0), VerdictPending, true
+			return nil, "", nil
 		case <-ctx.Done():
 			return nil, "", ctx.Err()
 		}

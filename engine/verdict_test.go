@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
@@ -288,4 +289,47 @@ func TestOnCallBeforeText(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A step finds the previous verdict still out after JanusWait: it answers without it and starts
+// no JANUS call of its own; the verdict applies at the next step, whose JANUS call then reviews
+// the messages of the step that went without.
+func TestJanusBesideWaitIsBounded(t *testing.T) {
+	m := newHeldJanus(t)
+	cfg := engine.ForWindow(8000)
+	cfg.JanusWait = time.Millisecond
+	c := newConversation(t, mustEngine(t, cfg, m))
+	c.mustUser("#open Write the report | the report file exists\n!say starting")
+	second := c.mustUser("facts := 1\n!say going on")
+	if second.Verdict != engine.VerdictPending || len(second.Session.Stack) != 0 {
+		t.Fatalf("verdict %q, stack %v: want the step to go on without it", second.Verdict, second.Session.Stack)
+	}
+	m.mu.Lock()
+	started := m.started
+	m.mu.Unlock()
+	if started != 1 {
+		t.Fatalf("%d JANUS calls started, want only the first while it runs", started)
+	}
+	close(m.release)
+	if _, err := c.e.SettleVerdict(context.Background(), "", c.id); err != nil { // the call has answered
+		t.Fatal(err)
+	}
+	third := c.mustUser("!say still going")
+	if third.Verdict != engine.VerdictApplied || len(third.Session.Stack) != 1 {
+		t.Fatalf("verdict %q, stack %v: want the held verdict applied", third.Verdict, third.Session.Stack)
+	}
+	c.mustUser("!say more")
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.janus) < 2 {
+		t.Fatalf("%d JANUS calls", len(m.janus))
+	}
+	var shown []string
+	for _, msg := range m.janus[1].Messages {
+		shown = append(shown, msg.Content)
+	}
+	if !strings.Contains(strings.Join(shown, "\n"), "facts := 1") {
+		t.Fatalf("the next JANUS call was not shown the step that went without a verdict: %q", shown)
+	}
+	c.checkLossless()
 }

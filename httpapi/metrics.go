@@ -35,6 +35,7 @@ type Metrics struct {
 	waits          *prometheus.CounterVec
 	verdicts       *prometheus.CounterVec
 	verdictWait    prometheus.Histogram
+	lag            prometheus.Histogram
 	jobs           *prometheus.CounterVec
 	consolidJobs   *prometheus.CounterVec
 	routing        *prometheus.CounterVec
@@ -74,7 +75,9 @@ func NewMetrics() *Metrics {
 			Help: "Streamed answers whose client stopped reading or went away before the end (the step was committed all the same)."}),
 	}
 	m.waits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_consolidation_waits_total",
-		Help: "Steps whose answer waited for their session's pending consolidation, each counted once: it waited for the consolidation job a worker was running (how=running), or ran the work of a job no worker had taken yet before answering (how=inline). Jobs workers run after the answer are not waits (hippocam_consolidation_jobs_total)."}, []string{"how"})
+		Help: "Steps whose answer waited for consolidation left by earlier steps, each counted once, by why: their context would not have fitted the window without it, and they waited for the job a worker of this process was running (how=running) or ran the work themselves (how=window); the work had been pending for more steps than the lag bound and no job was at it (how=lag); the step regenerated an answer (how=regenerate); the service consolidates before answering (how=inline). Jobs workers run after the answer are not waits (hippocam_consolidation_jobs_total)."}, []string{"how"})
+	m.lag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_consolidation_lag_steps",
+		Help: "Steps that answered with consolidation left by earlier steps still pending (its count), by how many steps behind the oldest pending work was, this one included.", Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 32}})
 	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_janus_verdicts_total",
 		Help: "JANUS verdicts by what the step that took them did: applied (the stack changed), skip, failed (stack unchanged), dropped (the session had moved on; judged again). With --janus beside a step takes the verdict its session's previous step left."}, []string{"result"})
 	m.verdictWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_janus_verdict_wait_seconds",
@@ -89,7 +92,7 @@ func NewMetrics() *Metrics {
 		Help: "Tokens of the advisories put into task contexts."})
 	m.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_learn_outcomes_total",
 		Help: "Task outcomes by what became of the cluster update: queued, done (?wait=1), none (no cluster), failed."}, []string{"update"})
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.verdicts, m.verdictWait, m.jobs, m.consolidJobs, m.routing, m.advisory, m.outcomes,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.calls, m.cost, m.consolidations, m.recalls, m.forks, m.events, m.failures, m.firstText, m.cutOffs, m.waits, m.lag, m.verdicts, m.verdictWait, m.jobs, m.consolidJobs, m.routing, m.advisory, m.outcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	return m
@@ -107,12 +110,20 @@ func (m *Metrics) observeResult(res *sessions.Result) {
 		m.routing.WithLabelValues(l.Decision, l.System).Inc()
 		m.advisory.Add(float64(l.AdvisoryTokens))
 	}
-	// A step waited once at most: for the running job (after which nothing is pending), or
-	// for the pending work it ran itself before answering.
-	if res.Waited {
+	// A step waited once at most: for the running job, or for the pending work it ran itself
+	// before answering. One that did not wait may have answered with work still pending: its lag.
+	switch {
+	case res.Waited:
 		m.waits.WithLabelValues("running").Inc()
-	} else if res.Step != nil && res.Step.RanPending {
-		m.waits.WithLabelValues("inline").Inc()
+	case res.Step != nil && res.Step.RanPending:
+		how := res.Step.PendingReason
+		if how == "" {
+			how = engine.PendingInline
+		}
+		m.waits.WithLabelValues(how).Inc()
+	}
+	if res.Step != nil && res.Step.Lag > 0 {
+		m.lag.Observe(float64(res.Step.Lag))
 	}
 	if res.Event == sessions.EventForked {
 		m.forks.Inc()
@@ -181,12 +192,16 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		{"hippocam_lessons_merged_total", "Lessons merged by lessons updates.", func(s sessions.Stats) int64 { return s.LessonsMerged }},
 		{"hippocam_lessons_superseded_total", "Lessons superseded by lessons updates (kept, marked).", func(s sessions.Stats) int64 { return s.LessonsSuperseded }},
 		{"hippocam_jobs_started_total", "Jobs run for the first time (the denominator of the lag).", func(s sessions.Stats) int64 { return s.JobsStarted }},
+		{"hippocam_consolidation_jobs_rebased_total", "Consolidation jobs whose session moved on while they made their model calls, their memories carried onto the newer version.", func(s sessions.Stats) int64 { return s.JobsRebased }},
+		{"hippocam_consolidation_job_parts_dropped_total", "Memories of rebased consolidation jobs that could not be carried over (their span had changed); their work stays pending or is decided again.", func(s sessions.Stats) int64 { return s.JobPartsDropped }},
 	} {
 		read := c.read
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(read(svc.Stats())) }))
 	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hippocam_job_lag_seconds_total",
 		Help: "Time jobs waited from being queued to their first run, summed (divide by hippocam_jobs_started_total)."}, func() float64 { return svc.Stats().JobLag.Seconds() }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hippocam_consolidation_lag_steps_max",
+		Help: "The most steps any step answered behind the oldest consolidation still pending, since the server started (see hippocam_consolidation_lag_steps)."}, func() float64 { return float64(svc.Stats().MaxLag) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hippocam_jobs_queued",
 		Help: "Jobs in the store's queue (consolidations and cluster updates; running, due, or left failed), every replica's."}, func() float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -67,15 +67,19 @@ func (s *testServer) series(t *testing.T, name, labels string) float64 {
 }
 
 // hippocam_consolidation_waits_total counts steps whose answer waited for consolidation, not
-// consolidation jobs: when every job runs after its answer, no step waited; a step that found
-// its session's consolidation still pending and ran it before answering counts once. Jobs are
-// counted apart, in hippocam_consolidation_jobs_total.
+// consolidation jobs: when every job runs after its answer, no step waited. Steps that answer
+// with consolidation still pending show in hippocam_consolidation_lag_steps, by how far behind
+// they were; the one that reaches the lag bound runs the work first and counts once, as
+// how="lag". Jobs are counted apart, in hippocam_consolidation_jobs_total.
 func TestConsolidationWaitsCountSteps(t *testing.T) {
 	ctx := context.Background()
 	s, svc := newDeferringServer(t)
 	a := &agent{t: t, s: s, session: "w"}
-	waits := func() (running, inline float64) {
-		return s.series(t, "hippocam_consolidation_waits_total", `{how="running"}`), s.series(t, "hippocam_consolidation_waits_total", `{how="inline"}`)
+	waits := func() (waited float64) {
+		for _, how := range []string{"running", "window", "lag", "regenerate", "inline"} {
+			waited += s.series(t, "hippocam_consolidation_waits_total", `{how="`+how+`"}`)
+		}
+		return waited
 	}
 	// Two intents, each closed, each closure's job run by a worker after the answer.
 	for _, label := range []string{"Read the exports", "Send the report"} {
@@ -86,8 +90,11 @@ func TestConsolidationWaitsCountSteps(t *testing.T) {
 		}
 	}
 	a.user(false, "!say next")
-	if r, i := waits(); r != 0 || i != 0 {
-		t.Fatalf("no step waited, yet waits running %v, inline %v", r, i)
+	if w := waits(); w != 0 {
+		t.Fatalf("no step waited, yet %v waits", w)
+	}
+	if n := s.series(t, "hippocam_consolidation_lag_steps_count", ""); n != 0 {
+		t.Fatalf("%v steps answered with consolidation pending, want none", n)
 	}
 	if n := s.series(t, "hippocam_consolidation_jobs_total", `{result="consolidated"}`); n != 2 {
 		t.Fatalf("%v consolidation jobs consolidated, want 2", n)
@@ -95,19 +102,28 @@ func TestConsolidationWaitsCountSteps(t *testing.T) {
 	if n := s.series(t, "hippocam_consolidations_total", `{kind="intent"}`); n != 2 {
 		t.Fatalf("%v intent consolidations, want 2", n)
 	}
-	// A closure whose job no worker has taken: the next step runs it before answering, and
-	// the job then finds nothing left.
+	// A closure whose job no worker takes: the next steps answer with it pending, one step
+	// further behind each, until the lag bound; the step after runs it first.
 	a.user(false, "#open Check the totals | the totals match\n!say checking")
 	a.user(false, "#close Check the totals\n!say checked")
-	a.user(false, "!say after")
-	if r, i := waits(); r != 0 || i != 1 {
-		t.Fatalf("one step ran pending work first, yet waits running %v, inline %v", r, i)
+	for range engine.DefaultMaxLag {
+		a.user(false, "!say carrying on")
+	}
+	if w := waits(); w != 0 {
+		t.Fatalf("steps within the lag bound waited: %v", w)
+	}
+	if n, sum := s.series(t, "hippocam_consolidation_lag_steps_count", ""), s.series(t, "hippocam_consolidation_lag_steps_sum", ""); n != engine.DefaultMaxLag || sum != engine.DefaultMaxLag*(engine.DefaultMaxLag+1)/2 {
+		t.Fatalf("lag: %v steps summing %v", n, sum)
+	}
+	a.user(false, "!say at last")
+	if l, w := s.series(t, "hippocam_consolidation_waits_total", `{how="lag"}`), waits(); l != 1 || w != 1 {
+		t.Fatalf("the step at the lag bound: %v waits for the lag, %v in all; want 1 and 1", l, w)
 	}
 	if err := svc.RunPendingJobs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r, i := waits(); r != 0 || i != 1 {
-		t.Fatalf("a job that found nothing to do changed the waits: running %v, inline %v", r, i)
+	if w := waits(); w != 1 {
+		t.Fatalf("a job that found nothing to do changed the waits: %v", w)
 	}
 	if c, n := s.series(t, "hippocam_consolidation_jobs_total", `{result="consolidated"}`), s.series(t, "hippocam_consolidation_jobs_total", `{result="nothing"}`); c != 2 || n != 1 {
 		t.Fatalf("consolidation jobs: %v consolidated, %v with nothing left; want 2 and 1", c, n)

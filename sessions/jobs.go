@@ -15,13 +15,15 @@ import (
 // Consolidation jobs (docs/architecture.md §7). A step answers and commits; what Alg. 1 does
 // after the answer (PRECIP, then the prefix check) is left in the session (Session.Pending) and
 // a hippocam.JobConsolidate job enqueued in the same transaction. Workers (RunJobs) claim jobs
-// from the store's queue, which every replica of one database shares, run them under the
-// session's lock and commit with the session's version check; a job whose commit lost the race
-// runs again on the newer state. A job that ran already finds nothing pending and finishes. A
-// server that died mid-job leaves the job leased: when the lease runs out another worker (or
-// the restarted server) takes it. A request that arrives while its session's job runs waits for
-// it (the lock); one that arrives before a worker took the job runs it itself, first (the
-// engine does that for any step that finds consolidation pending).
+// from the store's queue, which every replica of one database shares. A job makes its model
+// calls without the session's lock, on the session as it was when it began; then it takes the
+// lock, reads the session again and commits its memories with the version check, carried onto
+// whatever steps committed meanwhile (engine.Rebase). A request never waits for a job's model
+// calls unless its window needs the job's work: then it waits for the job this process is
+// running (the engine's PendingDue says so), or, when no job is running, runs the work itself
+// first. A job that ran already finds nothing pending and finishes. A server that died mid-job
+// leaves the job leased: when the lease runs out another worker (or the restarted server) takes
+// it.
 
 // Job defaults.
 const (
@@ -38,14 +40,25 @@ const (
 
 // Stats counts what the service did about latency, since it started.
 type Stats struct {
-	// WaitsRunning counts requests that had to wait for a consolidation job of their session
-	// that was running; WaitsInline those that found consolidation pending and ran it first.
-	WaitsRunning, WaitsInline int64
+	// WaitsRunning counts steps that waited for their session's consolidation job, which this
+	// process was running, because their window needed its work. WaitsWindow, WaitsLag and
+	// WaitsInline count steps that ran the pending work themselves before answering: for the
+	// window (engine.PendingWindow), for the lag bound (engine.PendingLag), or otherwise (a
+	// regeneration, a service that consolidates inline). A step is counted once at most.
+	WaitsRunning, WaitsWindow, WaitsLag, WaitsInline int64
+	// PendingSteps counts steps that answered with consolidation still pending, LagSteps adds
+	// up their lag (engine.Result.Lag: steps since the oldest pending work was left), and MaxLag
+	// is the largest.
+	PendingSteps, LagSteps, MaxLag int64
 	// VerdictWaits counts steps that waited for the JANUS verdict their session's previous step
 	// left (engine.JanusBeside): its call was still running when they began.
 	VerdictWaits int64
 	// JobsDone counts jobs run to the end; JobsFailed runs that failed and were put back.
 	JobsDone, JobsFailed int64
+	// JobsRebased counts consolidation jobs whose session had moved on while they ran, so their
+	// memories were carried onto the newer version; JobPartsDropped the memories that could not
+	// be, their span having changed.
+	JobsRebased, JobPartsDropped int64
 	// Stateless counts task starts the router could not route (they ran without memory);
 	// Learned the cluster updates from ended tasks.
 	Stateless, Learned int64
@@ -63,9 +76,12 @@ type Stats struct {
 }
 
 type stats struct {
-	waitsRunning, waitsInline, verdictWaits, jobsDone, jobsFailed atomic.Int64
-	stateless, learned, jobsGaveUp                                atomic.Int64
-	lessonsAdded, lessonsMerged, lessonsSuperseded                atomic.Int64
+	waitsRunning, waitsWindow, waitsLag, waitsInline atomic.Int64
+	pendingSteps, lagSteps, maxLag                   atomic.Int64
+	verdictWaits, jobsDone, jobsFailed               atomic.Int64
+	rebased, dropped                                 atomic.Int64
+	stateless, learned, jobsGaveUp                   atomic.Int64
+	lessonsAdded, lessonsMerged, lessonsSuperseded   atomic.Int64
 	// lagNanos and lagged add up how long jobs waited from being queued to being run.
 	lagNanos, lagged         atomic.Int64
 	configured, configFailed atomic.Int64
@@ -81,9 +97,12 @@ func (st *stats) lessonEvents(ev map[string]int) {
 // Stats returns the service's counters.
 func (s *Service) Stats() Stats {
 	return Stats{
-		WaitsRunning: s.stats.waitsRunning.Load(), WaitsInline: s.stats.waitsInline.Load(),
+		WaitsRunning: s.stats.waitsRunning.Load(), WaitsWindow: s.stats.waitsWindow.Load(),
+		WaitsLag: s.stats.waitsLag.Load(), WaitsInline: s.stats.waitsInline.Load(),
+		PendingSteps: s.stats.pendingSteps.Load(), LagSteps: s.stats.lagSteps.Load(), MaxLag: s.stats.maxLag.Load(),
 		VerdictWaits: s.stats.verdictWaits.Load(),
 		JobsDone:     s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
+		JobsRebased: s.stats.rebased.Load(), JobPartsDropped: s.stats.dropped.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
 		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),
 		JobLag: time.Duration(s.stats.lagNanos.Load()), JobsStarted: s.stats.lagged.Load(),
@@ -94,26 +113,47 @@ func (s *Service) Stats() Stats {
 // QueuedJobs counts the store's queued jobs (running, due, or left failed).
 func (s *Service) QueuedJobs(ctx context.Context) (int, error) { return s.cfg.Store.QueuedJobs(ctx) }
 
-// running tracks the lock keys held by running jobs, so that a request can tell it waits for one.
+// running tracks the consolidation jobs this process is running, by session, so that a step
+// whose window needs their work can wait for them rather than do it again.
 type running struct {
 	mu sync.Mutex
-	m  map[string]int
+	m  map[string]*run
 }
 
-func (r *running) add(keys []string, d int) {
+type run struct {
+	n    int
+	done chan struct{} // closed when the last job of the session running here ends
+}
+
+// start records a job of the session as running and returns its end.
+func (r *running) start(tenant, id string) func() {
+	key := cacheKey(tenant, id)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, k := range keys {
-		if r.m[k] += d; r.m[k] <= 0 {
-			delete(r.m, k)
+	j := r.m[key]
+	if j == nil {
+		j = &run{done: make(chan struct{})}
+		r.m[key] = j
+	}
+	j.n++
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if j.n--; j.n == 0 {
+			close(j.done)
+			delete(r.m, key)
 		}
 	}
 }
 
-func (r *running) holds(key string) bool {
+// done returns a channel closed when the session's running jobs end; nil when none runs.
+func (r *running) done(tenant, id string) <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.m[key] > 0
+	if j := r.m[cacheKey(tenant, id)]; j != nil {
+		return j.done
+	}
+	return nil
 }
 
 // newOwner names this process's workers in the queue's leases.
@@ -244,25 +284,13 @@ func (s *Service) runJob(ctx context.Context, j *hippocam.Job) {
 	}
 }
 
-// consolidate runs a session's pending consolidation under its locks and commits it. It returns
-// the committed result, or nil when nothing was left to do.
+// consolidate runs a session's pending consolidation and commits it. The model calls run on
+// the session as it was when the job began, without its lock, so that requests go on meanwhile;
+// the commit takes the lock and carries the result onto the session as it is by then
+// (commitJob). It returns the committed result, or nil when nothing was left to do.
 func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) (*engine.Result, error) {
-	sess, err := s.cfg.Store.Session(ctx, j.Tenant, j.Session)
+	sess, err := s.load(ctx, j.Tenant, j.Session)
 	if err != nil {
-		return nil, err
-	}
-	if sess.Pending.Empty() {
-		return nil, nil
-	}
-	// The locks of every request that may continue the session: its name's, and, for a
-	// session found by content, its transcript's.
-	keys := []string{j.Tenant + "\x00n\x00" + baseName(j.Session), j.Tenant + "\x00h\x00" + sess.Transcript.Hash}
-	s.running.add(keys, 1)
-	defer s.running.add(keys, -1)
-	for _, k := range keys {
-		defer s.locks.lock(k)()
-	}
-	if sess, err = s.load(ctx, j.Tenant, j.Session); err != nil {
 		return nil, err
 	} else if sess == nil {
 		return nil, hippocam.Errorf(hippocam.ENOTFOUND, "session %q was deleted", j.Session)
@@ -270,19 +298,85 @@ func (s *Service) consolidate(ctx context.Context, j *hippocam.Job) (*engine.Res
 	if sess.Pending.Empty() {
 		return nil, nil // a step ran it first, or an earlier run of this job did
 	}
+	defer s.running.start(j.Tenant, j.Session)()
 	res, err := s.cfg.Engine.Consolidate(ctx, sess, hippocam.SessionArchive(s.cfg.Store, j.Tenant, j.Session))
 	if err != nil {
 		return nil, err
 	}
-	next := res.Session
-	next.UpdatedAt = time.Now().UTC()
-	if err := s.cfg.Store.Commit(ctx, next, res.Change); err != nil {
-		s.cache.drop(j.Tenant, j.Session)
-		return nil, err
+	return s.commitJob(ctx, j, res)
+}
+
+// maxRebases bounds how often a job's commit is carried onto a newer version when another
+// replica commits between the read and the commit; past it the job runs again later.
+const maxRebases = 3
+
+// commitJob commits a consolidation job's result under the session's locks, rebased onto the
+// session as it is now (engine.Rebase) when steps committed while the job ran.
+func (s *Service) commitJob(ctx context.Context, j *hippocam.Job, res *engine.Result) (*engine.Result, error) {
+	for attempt := 1; ; attempt++ {
+		newer, unlock, err := s.lockSession(ctx, j.Tenant, j.Session)
+		if err != nil {
+			return nil, err
+		}
+		out, err := s.cfg.Engine.Rebase(newer, res)
+		if err != nil {
+			unlock()
+			if hippocam.ErrorCode(err) == hippocam.ECONFLICT {
+				// Deleted and created again under the same name while the job ran: this work
+				// was the old session's.
+				return nil, hippocam.Errorf(hippocam.ENOTFOUND, "session %q was replaced while its job ran: %v", j.Session, err)
+			}
+			return nil, err
+		}
+		next := out.Session
+		next.UpdatedAt = time.Now().UTC()
+		err = s.cfg.Store.Commit(ctx, next, out.Change)
+		if err != nil {
+			s.cache.drop(j.Tenant, j.Session)
+			unlock()
+			if hippocam.ErrorCode(err) == hippocam.ECONFLICT && attempt < maxRebases {
+				continue // another replica committed since the read: carry the result onto that
+			}
+			return nil, err
+		}
+		s.cache.put(next)
+		unlock()
+		if out != res {
+			s.stats.rebased.Add(1)
+			s.stats.dropped.Add(int64(res.IntentConsolidations + res.PrefixConsolidations + res.Reinforced -
+				out.IntentConsolidations - out.PrefixConsolidations - out.Reinforced))
+		}
+		s.changed(SessionUpdated, j.Tenant, j.Session, "")
+		if len(out.Change.Jobs) > 0 {
+			s.kick()
+		}
+		s.log.Debug("consolidated after the answer", logTenant, j.Tenant, logSession, j.Session, "rebased", out != res,
+			"intent", out.IntentConsolidations, "prefix", out.PrefixConsolidations, "reinforced", out.Reinforced)
+		return out, nil
 	}
-	s.cache.put(next)
-	s.changed(SessionUpdated, j.Tenant, j.Session, "")
-	s.log.Debug("consolidated after the answer", logTenant, j.Tenant, logSession, j.Session,
-		"intent", res.IntentConsolidations, "prefix", res.PrefixConsolidations, "reinforced", res.Reinforced)
-	return res, nil
+}
+
+// lockSession takes the locks of every request that may continue the session (its name's, and,
+// for a session found by content, its transcript's) and returns the session as it is under them,
+// with their release.
+func (s *Service) lockSession(ctx context.Context, tenant, id string) (*hippocam.Session, func(), error) {
+	unlockName := s.locks.lock(tenant + "\x00n\x00" + baseName(id))
+	for {
+		sess, err := s.load(ctx, tenant, id)
+		if err == nil && sess == nil {
+			err = hippocam.Errorf(hippocam.ENOTFOUND, "session %q was deleted", id)
+		}
+		if err != nil {
+			unlockName()
+			return nil, nil, err
+		}
+		unlockHash := s.locks.lock(tenant + "\x00h\x00" + sess.Transcript.Hash)
+		// A request found by content may have committed between the read and the lock: then
+		// the transcript, and so the lock to take, moved on.
+		again, err := s.load(ctx, tenant, id)
+		if err == nil && again != nil && again.Transcript.Hash == sess.Transcript.Hash {
+			return again, func() { unlockHash(); unlockName() }, nil
+		}
+		unlockHash()
+	}
 }

@@ -151,7 +151,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	library.SetBudget(cfg.Systems, cfg.AdvisoryBudget) // a hippocam cluster's context is its advisory
 	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages),
-		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]int{}}}, nil
+		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]*run{}}}, nil
 }
 
 // Log keys.
@@ -229,8 +229,9 @@ type Result struct {
 	Answer hippocam.Message
 	Usage  hippocam.RoleUsage
 	Step   *engine.Result
-	// Waited is set when the request had to wait for its session's consolidation job, which
-	// was running when it arrived.
+	// Waited is set when the request waited for its session's consolidation job, which was
+	// running when it arrived, because its window needed the job's work (Step.RanPending and
+	// Step.PendingReason say when it ran pending work itself instead).
 	Waited bool
 	// Learning is the task's routing and advisory when the request started a task with
 	// learning on, or applied a routing that was still pending (nil otherwise).
@@ -268,16 +269,11 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	waited := s.running.holds(h.lockKey())
-	if waited {
-		s.stats.waitsRunning.Add(1) // the session's consolidation job is running: wait for it
-	}
-	unlock := s.locks.lock(h.lockKey())
-	defer unlock()
-	plan, err := s.resolve(ctx, h)
+	plan, unlock, err := s.settle(ctx, h)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	if plan.event == EventRetried {
 		m, err := s.cfg.Store.Message(ctx, req.Tenant, plan.sess.ID, plan.sess.Transcript.Answer)
 		if err != nil {
@@ -303,9 +299,60 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	}
 	res, err := s.advance(ctx, h, plan)
 	if res != nil {
-		res.Waited = waited
+		res.Waited = plan.waited
 	}
 	return res, err
+}
+
+// settle takes the lock of the request's session and finds the session it continues (resolve).
+// When the session's consolidation job is running here and the step could not answer without
+// its work (the window needs it), it lets the lock go, waits for the job, and settles again: once
+// at most, after which the step runs whatever is still pending itself. It returns the plan and
+// the lock's release.
+func (s *Service) settle(ctx context.Context, h *history) (*plan, func(), error) {
+	waited := false
+	for {
+		unlock := s.locks.lock(h.lockKey())
+		plan, err := s.resolve(ctx, h)
+		if err != nil {
+			unlock()
+			return nil, nil, err
+		}
+		plan.waited = waited
+		if waited {
+			return plan, unlock, nil
+		}
+		done := s.mustWait(h, plan)
+		if done == nil {
+			return plan, unlock, nil
+		}
+		unlock()
+		waited = true
+		s.stats.waitsRunning.Add(1)
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+}
+
+// mustWait returns the end of the consolidation job running for the plan's session when the step
+// cannot answer without the pending work (engine.PendingDue: the window needs it, or a
+// regeneration, or no lag is allowed); nil when the step goes on at once.
+func (s *Service) mustWait(h *history, p *plan) <-chan struct{} {
+	if s.cfg.Inline || p.fresh || p.event == EventRetried || p.sess.Pending.Empty() {
+		return nil
+	}
+	done := s.running.done(p.sess.Tenant, p.sess.ID)
+	if done == nil {
+		return nil
+	}
+	switch s.cfg.Engine.PendingDue(p.sess, s.stepInput(h, p)) {
+	case engine.PendingWindow, engine.PendingRegenerate, engine.PendingLag:
+		return done // lag only when no lag is allowed: with a job at work it is not due
+	}
+	return nil
 }
 
 // history is a checked request with the transcript hashes of its conversation.
@@ -431,6 +478,8 @@ type plan struct {
 	// inherit is what a new fork takes over from its parent (inherit.go), nil when it imports
 	// the whole history.
 	inherit *inheritance
+	// waited is set when the request waited for its session's running consolidation job.
+	waited bool
 }
 
 // holds is how many of the history's messages the plan's session holds before the step.
@@ -723,7 +772,7 @@ func (s *Service) advance(ctx context.Context, h *history, p *plan) (*Result, er
 		return nil, err
 	}
 	s.cache.put(next)
-	s.count(res)
+	s.count(res, p.waited)
 	if p.fresh {
 		s.changed(SessionCreated, h.Tenant, next.ID, "")
 	} else {
@@ -743,7 +792,8 @@ func (s *Service) stepInput(h *history, p *plan) engine.Input {
 	sess, conv := p.sess, h.conv
 	in := engine.Input{Tools: conv.Tools, ToolChoice: conv.ToolChoice, Model: conv.Model, MaxTokens: conv.MaxTokens,
 		Extra: conv.Extra, ExtraFormat: conv.Format, Betas: conv.Betas,
-		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText, OnCall: h.OnCall}
+		Framing: conv.Framing, NewFraming: sess.Transcript.FramingHash != h.framing, Defer: !s.cfg.Inline, OnText: h.OnText, OnCall: h.OnCall,
+		Consolidating: !p.fresh && s.running.done(sess.Tenant, sess.ID) != nil}
 	if p.event == EventRegenerated || p.event == EventRetried {
 		in.Regenerate = sess.Transcript.Answer
 	} else {
@@ -844,10 +894,27 @@ func baseName(id string) string {
 	return id
 }
 
-// count records a committed step in the service's counters.
-func (s *Service) count(res *engine.Result) {
-	if res.RanPending {
+// count records a committed step in the service's counters: a step that waited is counted once,
+// for the running job it waited for (counted then) or for the pending work it ran itself.
+func (s *Service) count(res *engine.Result, waited bool) {
+	switch {
+	case waited || !res.RanPending:
+	case res.PendingReason == engine.PendingWindow:
+		s.stats.waitsWindow.Add(1)
+	case res.PendingReason == engine.PendingLag:
+		s.stats.waitsLag.Add(1)
+	default:
 		s.stats.waitsInline.Add(1)
+	}
+	if res.Lag > 0 {
+		s.stats.pendingSteps.Add(1)
+		s.stats.lagSteps.Add(int64(res.Lag))
+		for {
+			m := s.stats.maxLag.Load()
+			if int64(res.Lag) <= m || s.stats.maxLag.CompareAndSwap(m, int64(res.Lag)) {
+				break
+			}
+		}
 	}
 	if res.VerdictWait > 0 {
 		s.stats.verdictWaits.Add(1)

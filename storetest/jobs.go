@@ -222,10 +222,11 @@ func testJobs(t *testing.T, open func(t *testing.T) hippocam.Store) {
 		s.Pending = &hippocam.Pending{
 			Closures: []hippocam.ClosedSpan{{
 				Intents:  []hippocam.Intent{{Label: "fix the bug", Reason: "it broke", Done: "tests pass", Start: "m1"}},
-				Guidance: "m2", Chain: []string{"ship it", "fix the bug"},
+				Guidance: "m2", Chain: []string{"ship it", "fix the bug"}, Start: "m1", Since: 1,
 			}},
-			Reinforce: &hippocam.Reinforcement{Answer: "m2"},
+			Reinforce: hippocam.Reinforcements{{Answer: "m2", Start: "m1", Since: 2}, {Answer: "m1"}},
 			Start:     "m1",
+			Steps:     3,
 		}
 		want := clonePendingJSON(t, s.Pending)
 		mustCommitJobs(t, st, s, []hippocam.Job{{Kind: hippocam.JobConsolidate}})
@@ -381,14 +382,10 @@ func wantQueued(tb testing.TB, st hippocam.Store, want int) {
 // clonePendingJSON returns a copy of p that shares nothing with it.
 func clonePendingJSON(tb testing.TB, p *hippocam.Pending) *hippocam.Pending {
 	tb.Helper()
-	c := &hippocam.Pending{Start: p.Start}
+	c := &hippocam.Pending{Start: p.Start, Steps: p.Steps, Reinforce: slices.Clone(p.Reinforce)}
 	for _, span := range p.Closures {
 		c.Closures = append(c.Closures, hippocam.ClosedSpan{Intents: slices.Clone(span.Intents), Guidance: span.Guidance,
-			Chain: slices.Clone(span.Chain)})
-	}
-	if p.Reinforce != nil {
-		r := *p.Reinforce
-		c.Reinforce = &r
+			Chain: slices.Clone(span.Chain), Start: span.Start, Since: span.Since})
 	}
 	return c
 }

@@ -151,7 +151,9 @@ func (c *EvalCommand) Run(ctx context.Context) error {
 		}
 		defer logf.Close()
 		root, stop, err := startServeWith(ctx, logf, &key, "--upstream", c.Upstream, "--upstream-format", c.UpstreamFormat,
-			"--model", c.Model, "--context-window", strconv.Itoa(c.Window), "--learn", "off")
+			"--model", c.Model, "--context-window", strconv.Itoa(c.Window), "--learn", "off",
+			// Every verdict in before the next step: eval measures what is remembered, not how fast.
+			"--janus-wait", "0")
 		if err != nil {
 			return fmt.Errorf("starting the proxy: %w", err)
 		}

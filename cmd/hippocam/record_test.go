@@ -99,7 +99,7 @@ func TestServeRecordEndToEnd(t *testing.T) {
 	recDir := filepath.Join(dir, "rec")
 	env := append(servetest.Env("HIPPOCAM_", "OPENAI_", "ANTHROPIC_"), "HIPPOCAM_UPSTREAM_API_KEY="+upstreamKey)
 	root, log := servetest.Start(t, bin, env, "--upstream", "http://"+simAddr+"/v1", "--model", "hippocam-sim",
-		"--context-window", "8000", "--keys", keys, "--record", recDir)
+		"--context-window", "8000", "--keys", keys, "--record", recDir, "--janus-wait", "0") // the close applies at the next step, however loaded the machine
 
 	do := func(method, path, key string, body any) (int, http.Header, []byte) {
 		t.Helper()

@@ -67,11 +67,15 @@ type ServeCommand struct {
 	// JobLease is how long a consolidation job stays with the worker that claimed it without
 	// renewal: a server killed mid-job leaves it to the others (or to itself, restarted) that long.
 	JobLease time.Duration
+	// ConsolidationLag is the most steps that may answer while consolidation an earlier step
+	// left is still pending (engine.Config.MaxLag); 0: every step runs it first.
+	ConsolidationLag int
 	// Workers run consolidation jobs; InlineConsolidation consolidates before answering
 	// instead; Janus is when JANUS runs (beside the main call, or before it: gate).
 	Workers             int
 	InlineConsolidation bool
 	Janus               string
+	JanusWait           time.Duration
 	// SQLiteSynchronous is SQLite's synchronous setting (FULL, or NORMAL: about twice the
 	// commits per second under concurrency, but a power loss may lose the last commits).
 	SQLiteSynchronous string
@@ -136,6 +140,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", defaultIdleTimeout, "how long a kept-alive connection may wait for its next request")
 	fs.DurationVar(&c.JobLease, "job-lease", defaultJobLease, "how long a claimed consolidation job stays with its worker without renewal (a server killed mid-job leaves it to others that long)")
 	fs.IntVar(&c.Workers, "workers", 2, "how many consolidation jobs run at once")
+	fs.IntVar(&c.ConsolidationLag, "consolidation-lag", engine.DefaultMaxLag, "the most steps that may answer while consolidation left by an earlier step is still pending (its job not done); the next step runs it first (0: every step does)")
 	fs.StringVar(&c.Structured, "structured", env("HIPPOCAM_STRUCTURED", "auto"), "how Hippocam's own calls ask for their JSON answers: auto (the upstream's structured output, the schema in prose for an upstream and model that refuse it), native (structured output only) or prose (env HIPPOCAM_STRUCTURED)")
 	fs.StringVar(&c.Learn, "learn", env("HIPPOCAM_LEARN", "off"), "learning across tasks: off, global (one cluster) or routed (the router picks a cluster per task) (env HIPPOCAM_LEARN)")
 	fs.StringVar(&c.Systems, "systems", strings.Join(library.Names(), ","), "the memory systems offered to the router, comma-separated")
@@ -144,6 +149,7 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	fs.DurationVar(&c.RouteWait, "route-wait", sessions.DefaultRouteWait, "--learn routed: the longest a task's first answer waits for the model router, which runs only when no pinned cluster or lexical match of a cluster's scope settles the task; a later decision applies at the session's next request (0: wait as long as the router takes)")
 	fs.StringVar(&c.SQLiteSynchronous, "sqlite-synchronous", "FULL", "SQLite's synchronous setting: FULL, or NORMAL (about twice the commits per second with many sessions at once; a power loss may lose the last commits, a crash of the process does not)")
 	fs.BoolVar(&c.InlineConsolidation, "inline-consolidation", false, "consolidate (PRECIP, PALIM) before answering, as the paper's step does, instead of in a job after the answer")
+	fs.DurationVar(&c.JanusWait, "janus-wait", engine.DefaultJanusWait, "with --janus beside: the longest a step waits for the verdict of its session's previous JANUS call; one not in by then applies at a later step (0: wait for it)")
 	fs.StringVar(&c.Janus, "janus", string(engine.JanusBeside), "when JANUS keeps the intent stack: beside (asked at the same time as the main model; its verdict applies from the session's next step, so no answer waits for it) or gate (asked first; the main call waits for its verdict, the paper's order)")
 	fs.DurationVar(&c.UpstreamTimeout, "upstream-timeout", openai.DefaultTimeout, "the longest an attempt at the upstream may take until its answer starts (a whole answer: all of it; a stream: its first line)")
 	fs.DurationVar(&c.UpstreamIdleTimeout, "upstream-idle-timeout", openai.DefaultIdleTimeout, "the longest pause between two lines of an upstream stream that has begun; a stream that keeps coming is never cut")
@@ -160,6 +166,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	}
 	if c.Workers < 1 {
 		return fmt.Errorf("--workers must be at least 1")
+	}
+	if c.ConsolidationLag < 0 {
+		return fmt.Errorf("--consolidation-lag must be at least 0")
 	}
 	if c.SQLiteSynchronous = strings.ToUpper(c.SQLiteSynchronous); c.SQLiteSynchronous != "FULL" && c.SQLiteSynchronous != "NORMAL" {
 		return fmt.Errorf("--sqlite-synchronous must be FULL or NORMAL")
@@ -239,12 +248,13 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 		upstream = rec.Model(upstream)
 	}
 	ecfg := engine.ForWindow(c.Window)
-	ecfg.Janus = engine.JanusMode(c.Janus)
+	ecfg.Janus, ecfg.JanusWait = engine.JanusMode(c.Janus), c.JanusWait
 	structured, err := hippocam.ParseStructuredMode(c.Structured)
 	if err != nil {
 		return err
 	}
 	ecfg.Structured = structured
+	ecfg.MaxLag = c.ConsolidationLag
 	e, err := engine.New(ecfg, upstream, tok, log)
 	if err != nil {
 		return err

@@ -76,7 +76,9 @@ func TestServeEndToEnd(t *testing.T) {
 	simAddr, addr := freeAddr(t), freeAddr(t)
 	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
 	db := filepath.Join(t.TempDir(), "serve.db")
-	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", db, "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000", "--model", "hippocam-sim")
+	// --janus-wait 0: each step applies the previous verdict, however loaded the machine, so the
+	// answers do not depend on timing.
+	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", db, "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000", "--model", "hippocam-sim", "--janus-wait", "0")
 	for _, name := range []string{"refactor", "support"} {
 		t.Run(name, func(t *testing.T) {
 			file := "../../scenarios/" + name + ".jsonl"
