@@ -269,7 +269,7 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, unlock, err := s.settle(ctx, h)
+	plan, unlock, err := s.lockAndResolve(ctx, h)
 	if err != nil {
 		return nil, err
 	}
@@ -304,12 +304,12 @@ func (s *Service) Continue(ctx context.Context, req *Request) (*Result, error) {
 	return res, err
 }
 
-// settle takes the lock of the request's session and finds the session it continues (resolve).
+// lockAndResolve takes the lock of the request's session and finds the session it continues (resolve).
 // When the session's consolidation job is running here and the step could not answer without
-// its work (the window needs it), it lets the lock go, waits for the job, and settles again: once
+// its work (the window needs it), it lets the lock go, waits for the job, and resolves again: once
 // at most, after which the step runs whatever is still pending itself. It returns the plan and
 // the lock's release.
-func (s *Service) settle(ctx context.Context, h *history) (*plan, func(), error) {
+func (s *Service) lockAndResolve(ctx context.Context, h *history) (*plan, func(), error) {
 	waited := false
 	for {
 		unlock := s.locks.lock(h.lockKey())
