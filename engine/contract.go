@@ -145,17 +145,18 @@ const (
 	LeftOutMarker = "left out"
 )
 
-// Every JANUS, PRECIP and PALIM request has the same shape: the main model's own system message
-// (with the memory instructions) and the context up to the end of the material, then exactly one
-// final user message holding the component's role prompt and the engine's instruction. Sharing
-// the main model's messages lets a provider's prompt cache serve the auxiliary calls by each
-// other (seed 000 §A.9). The request offers no tools; the component answers with one JSON
-// object, asked for natively (hippocam.Structured: response_format json_schema, or the contract
-// tool forced) unless Config.Structured says prose, and read from the text or from a call of the
-// contract tool (repair.go). Corrections and concise-version requests are part of the final
-// message, never extra messages, so the material always ends one message before it. For PRECIP
-// and PALIM the material is only the last messages of that prefix, named by the instruction's
-// span lines (below).
+// PRECIP and PALIM requests share the main model's: its tools, its system message (with the
+// memory instructions) and the context up to the end of the material, then exactly one final user
+// message holding the engine's instruction and, unless the role prompts ride in the system message
+// (Config.SharedPrompts), the component's role prompt. Sharing the main model's messages lets a
+// provider's prompt cache serve the auxiliary calls from the main calls they follow (seed 000
+// §A.9). JANUS reads a view of its own (janusView) behind its role prompt. No request offers a
+// tool of its own; the component answers with one JSON object, asked for in prose or natively
+// (hippocam.Structured: response_format json_schema, or the contract tool forced; repair.go says
+// which role is asked how), and read from the text or from a call of the contract tool.
+// Corrections and concise-version requests are part of the final message, never extra messages,
+// so the material always ends one message before it. For PRECIP and PALIM the material is only
+// the last messages of that prefix, named by the instruction's span lines (below).
 
 // Span marking. The span PRECIP or PALIM consolidates always ends with the last message of the
 // shared prefix, so the instruction has only to say where it starts; it says so by quoting, not

@@ -25,10 +25,12 @@ func (e *errGaveUp) Error() string {
 // contractCall asks a component for one structured answer. msgs is what the request shows before
 // its final message: for PRECIP and PALIM the main model's own prefix (requestPrefix: its system
 // message, the context up to the end of the span), for JANUS a view of its own (janusView), which
-// has no system message. It offers no tools: the answer must be one JSON object, asked for
-// natively (hippocam.Structured: response_format or a forced call of the contract's tool) unless
-// the configuration says prose (Config.Structured), and then described by the schema in the
-// messages; accept decodes and validates it. An upstream that refuses the native request
+// has no system message. It offers no tools of its own: the answer must be one JSON object. JANUS
+// is asked for it natively (hippocam.Structured: response_format or a forced call of the
+// contract's tool) unless the configuration says prose (Config.Structured); PRECIP and PALIM, whose
+// requests share the main request's prefix, are asked in prose unless it says native
+// (contractRequest); in prose the schema is described in the request. accept decodes and
+// validates the answer. An upstream that refuses the native request
 // (hippocam.StructuredRefusal) is asked the same again in prose, in auto mode. When accept fails,
 // the call is repeated with the instruction extended by the validation error and the rejected
 // answer, at most Corrections times; after that, errGaveUp. Errors of the model itself are
@@ -41,13 +43,14 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 	mode := st.e.cfg.Structured
 	native := mode.Native()
 	var tools []hippocam.Tool
-	if st.e.cfg.SharedPrompts && len(msgs) > 0 && msgs[0].Role == hippocam.RoleSystem && mode != hippocam.StructuredNative {
-		// From SharedPromptsFrom on, a PRECIP or PALIM request is the main request's prefix
-		// (tools, the shared system message, the context) plus one message, so the provider's
-		// cache serves it from the main call it follows. A native request would put its schema
-		// (OpenAI) or a tool of its own (Anthropic) in front and pay for the whole context
-		// again (+55-63% cost measured on bench context at W = 32,000): here auto asks in
-		// prose, with the agent's tools kept in front and tool_choice "none".
+	if len(msgs) > 0 && msgs[0].Role == hippocam.RoleSystem && mode != hippocam.StructuredNative {
+		// A PRECIP or PALIM request is the main request's prefix (tools, Hippocam's system
+		// message, the context up to the end of the span) plus one final message, so the
+		// provider's cache serves all of it but that message from the main call it follows. A
+		// native request would put its schema (OpenAI) or a tool of its own (Anthropic) in
+		// front and pay for the whole context again (+55-63% cost measured on bench context
+		// at W = 32,000): auto asks in prose, with the agent's tools kept in front and
+		// tool_choice "none".
 		native, tools = false, st.agentTools(true)
 	}
 	text := instruction
@@ -111,15 +114,27 @@ func (st *step) contractCall(ctx context.Context, role hippocam.CallRole, rolePr
 
 // contractRequest is a component's request over prefix (the messages the caller shows: the main
 // model's up to the end of its material, or a view of the role's own that has no system message)
-// with instruction text. The role's prompt is the first system message of a view of its own
-// (JANUS's: the request's most stable part, so the role's calls share it whatever follows);
-// below SharedPromptsFrom it is a system message of its own right after Hippocam's; from there on
-// it rides in Hippocam's system message. Then the final user message. It offers no tools. native
-// asks for the answer with hippocam.Structured (the contract's tool's name, description and
-// schema, strict); then the schema is not repeated in the role's system message. Otherwise the
-// schema travels in prose: in the shared system message (shared) or in the role's. tools, when
-// given (the main request's, for a request that shares its prefix), are offered with tool_choice
-// "none" to a prose request, so that its front is the main request's.
+// with instruction text, in one of three layouts:
+//
+//   - a view of the role's own (JANUS's): the role's prompt is its first system message, the
+//     request's most stable part, so that the role's calls share it whatever follows;
+//   - behind the main request's prefix, shared (from SharedPromptsFrom on): the role's prompt
+//     rides in Hippocam's system message, and the final message holds the instruction only;
+//   - behind the main request's prefix, not shared: the final message holds the role's prompt,
+//     then the instruction. Everything before it is the main request's, which the provider has
+//     cached, and the main model's window is not spent on prompts it never uses. (A system
+//     message of the role's own right after Hippocam's would be cached only by the role's own
+//     earlier calls, up to where their contexts part: measured on bench context at W = 16,000,
+//     a PALIM call paid 3,300 uncached tokens on average that way against 1,800 in this layout,
+//     a PRECIP call 2,000 against 1,400.) A native
+//     request, which shares nothing with the main request anyway (its schema goes first), keeps
+//     that system message of its own.
+//
+// It offers no tools of its own. native asks for the answer with hippocam.Structured (the
+// contract's tool's name, description and schema, strict); then the schema is not repeated in
+// prose. Otherwise the schema travels in prose beside the role's prompt. tools, when given (the
+// main request's, for a request that shares its prefix), are offered with tool_choice "none" to
+// a prose request, so that its front is the main request's.
 func contractRequest(role hippocam.CallRole, rolePrompt string, tool hippocam.Tool, prefix []hippocam.Message, text string, native, shared bool, tools []hippocam.Tool) *hippocam.Request {
 	msgs := prefix
 	format := "\n\nAnswer as " + roleName(role) + ": one JSON object following its schema, nothing else."
@@ -130,20 +145,19 @@ func contractRequest(role hippocam.CallRole, rolePrompt string, tool hippocam.To
 		content += "\n\nSchema of the answer: " + string(tool.Parameters)
 	}
 	own := hippocam.Message{Role: hippocam.RoleSystem, Content: content}
+	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
 	switch {
 	case len(prefix) == 0 || prefix[0].Role != hippocam.RoleSystem:
 		msgs = append([]hippocam.Message{own}, prefix...)
-	case !shared:
-		// Below SharedPromptsFrom the role's prompt travels in a system message of its own,
-		// right after Hippocam's: the role's requests then share their prefix with each other
-		// (a provider caches a JANUS call by the previous one), and the main model's window is
-		// not spent on prompts it never uses.
+	case shared:
+	case native:
 		msgs = make([]hippocam.Message, 0, len(prefix)+2)
 		msgs = append(msgs, prefix[0], own)
 		msgs = append(msgs, prefix[1:]...)
+	default:
+		head = "Request for " + roleName(role) + ", whose role follows.\n\n" + content + "\n\n"
 	}
-	head := "Request for " + roleName(role) + " (see its role in the system message).\n\n"
-	req := &hippocam.Request{Role: role, Messages: append(msgs, hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format})}
+	req := &hippocam.Request{Role: role, Messages: append(msgs[:len(msgs):len(msgs)], hippocam.Message{Role: hippocam.RoleUser, Content: head + text + format})}
 	if native {
 		req.Structured = &hippocam.Structured{Name: tool.Name, Description: tool.Description, Schema: tool.Parameters, Strict: true}
 	} else if len(tools) > 0 {

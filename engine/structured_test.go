@@ -11,6 +11,7 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/tokenizer"
 )
 
 // recorder passes every call to inner and keeps the requests. With refuse, it refuses every
@@ -80,12 +81,14 @@ func instruction(req *hippocam.Request) string {
 var contractTools = map[hippocam.CallRole]hippocam.Tool{
 	hippocam.CallJanus: engine.JanusToolSpec, hippocam.CallPrecip: engine.PrecipToolSpec, hippocam.CallPalim: engine.PalimToolSpec}
 
-// Role requests offer no tools, whatever the agent's: in native mode they ask for their contract
-// by hippocam.Structured (strict, the contract's name and schema) and leave the schema out of
-// the prose; in prose mode the schema is in the role's system message and nothing is native.
-// The main model's requests keep the agent's tools, recall and search.
-func TestRoleRequestsOfferNoTools(t *testing.T) {
-	for _, mode := range []hippocam.StructuredMode{"", hippocam.StructuredProse} {
+// JANUS reads a view of its own: its requests offer no tools and ask for the contract natively
+// (strict, the contract's name and schema, not repeated in prose) unless the mode is prose. PRECIP
+// and PALIM requests share the main request's prefix: they are asked in prose, with the main
+// request's tools in front and tool_choice "none", the schema and the role's prompt in their final
+// message, unless the mode is native, where they offer no tools and ask natively. The main model's
+// requests keep the agent's tools, recall and search.
+func TestRoleRequestsAskForTheirContract(t *testing.T) {
+	for _, mode := range []hippocam.StructuredMode{"", hippocam.StructuredProse, hippocam.StructuredNative} {
 		t.Run(string(mode)+"mode", func(t *testing.T) {
 			rec := &recorder{inner: mustSim(t)}
 			cfg := engine.ForWindow(8000)
@@ -95,34 +98,42 @@ func TestRoleRequestsOfferNoTools(t *testing.T) {
 				t.Fatalf("consolidations %+v: the session must reach PRECIP and PALIM", s.Consolidations)
 			}
 			seen := map[hippocam.CallRole]int{}
+			var mainTools []hippocam.Tool
 			for _, req := range rec.reqs {
 				if req.Role == hippocam.CallAgent {
 					if len(req.Tools) < 3 {
 						t.Errorf("a main request offers %d tools", len(req.Tools))
 					}
+					mainTools = req.Tools
 					continue
 				}
 				seen[req.Role]++
-				if len(req.Tools) != 0 || req.ToolChoice != "" {
-					t.Fatalf("%s request offers %d tools, tool_choice %q", req.Role, len(req.Tools), req.ToolChoice)
+				var text strings.Builder
+				for _, m := range req.Messages {
+					text.WriteString(m.Content)
 				}
-				// The role's system message: the first of JANUS's own view, else the second.
-				roleSystem := req.Messages[1].Content
-				if req.Role == hippocam.CallJanus {
-					roleSystem = req.Messages[0].Content
-				}
-				if mode == hippocam.StructuredProse {
-					if req.Structured != nil || !strings.Contains(roleSystem, "Schema of the answer: ") {
-						t.Fatalf("%s request in prose mode: structured %v, role message %q", req.Role, req.Structured, clip(roleSystem))
+				schema := strings.Contains(text.String(), "Schema of the answer: ")
+				prose := mode == hippocam.StructuredProse || (mode != hippocam.StructuredNative && req.Role != hippocam.CallJanus)
+				switch {
+				case prose && req.Role != hippocam.CallJanus:
+					last := req.Messages[len(req.Messages)-1].Content
+					if req.Structured != nil || req.ToolChoice != "none" || len(req.Tools) != len(mainTools) ||
+						!strings.Contains(last, "Schema of the answer: ") || !strings.Contains(last, "# Your part") {
+						t.Fatalf("%s request: structured %v, %d tools (main %d), tool_choice %q, final message %q; want prose behind the main request's tools, the role and schema last",
+							req.Role, req.Structured, len(req.Tools), len(mainTools), req.ToolChoice, clip(last))
 					}
-					continue
-				}
-				want := contractTools[req.Role]
-				if s := req.Structured; s == nil || s.Name != want.Name || string(s.Schema) != string(want.Parameters) || !s.Strict {
-					t.Fatalf("%s request asks for %+v, want the contract %s, strict", req.Role, req.Structured, want.Name)
-				}
-				if strings.Contains(roleSystem, "Schema of the answer") {
-					t.Fatalf("%s request repeats the schema in prose in native mode", req.Role)
+				case prose:
+					if req.Structured != nil || len(req.Tools) != 0 || !schema {
+						t.Fatalf("%s request in prose mode: structured %v, %d tools, schema in prose %v", req.Role, req.Structured, len(req.Tools), schema)
+					}
+				default:
+					want := contractTools[req.Role]
+					if s := req.Structured; s == nil || s.Name != want.Name || string(s.Schema) != string(want.Parameters) || !s.Strict {
+						t.Fatalf("%s request asks for %+v, want the contract %s, strict", req.Role, req.Structured, want.Name)
+					}
+					if len(req.Tools) != 0 || req.ToolChoice != "" || schema {
+						t.Fatalf("%s request offers %d tools, tool_choice %q, schema in prose %v", req.Role, len(req.Tools), req.ToolChoice, schema)
+					}
 				}
 			}
 			for role := range contractTools {
@@ -132,6 +143,94 @@ func TestRoleRequestsOfferNoTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// usageRecorder passes every call to inner and keeps each request with the usage of its answer.
+type usageRecorder struct {
+	inner hippocam.Model
+	mu    sync.Mutex
+	reqs  []*hippocam.Request
+	usage []hippocam.CallUsage
+}
+
+func (r *usageRecorder) Complete(ctx context.Context, req *hippocam.Request) (*hippocam.Response, error) {
+	resp, err := r.inner.Complete(ctx, req)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reqs = append(r.reqs, req)
+	if err != nil {
+		r.usage = append(r.usage, hippocam.CallUsage{})
+		return nil, err
+	}
+	r.usage = append(r.usage, resp.Usage)
+	return resp, nil
+}
+
+// Below SharedPromptsFrom as well, a PRECIP or PALIM request is the main request it follows up to
+// the end of its span, then one final message: the same tools, the same messages, no system
+// message of its own. The simulated provider cache then serves all of it but that final message.
+func TestRoleRequestsShareTheMainPrefix(t *testing.T) {
+	rec := &usageRecorder{inner: mustSim(t)}
+	tok := tokenizer.MustDefault()
+	s := roleSession(t, engine.ForWindow(8000), rec)
+	if s.Consolidations.Intent == 0 || s.Consolidations.Prefix == 0 {
+		t.Fatalf("consolidations %+v: the session must reach PRECIP and PALIM", s.Consolidations)
+	}
+	shared := map[hippocam.CallRole]int{}
+	var main *hippocam.Request
+	for i, req := range rec.reqs {
+		if req.Role == hippocam.CallAgent {
+			main = req
+			continue
+		}
+		if req.Role == hippocam.CallJanus {
+			continue
+		}
+		n := len(req.Messages) - 1
+		for _, m := range req.Messages[1:] {
+			if m.Role == hippocam.RoleSystem {
+				t.Fatalf("%s request carries a system message of its own", req.Role)
+			}
+		}
+		if main == nil || n > len(main.Messages) || !sameTools(req.Tools, main.Tools) || !sameMessages(req.Messages[:n], main.Messages[:n]) {
+			continue // the context changed since the main request (a fold or a memory in between)
+		}
+		shared[req.Role]++
+		last := req.Messages[n]
+		if u := rec.usage[i]; u.Input-u.CachedInput > hippocam.MessageTokens(tok, &last)+256 {
+			t.Errorf("%s request: %d of %d input tokens uncached, its final message has %d", req.Role, u.Input-u.CachedInput, u.Input, hippocam.MessageTokens(tok, &last))
+		}
+	}
+	if shared[hippocam.CallPrecip] == 0 || shared[hippocam.CallPalim] == 0 {
+		t.Fatalf("requests that extend the main request's prefix: %v; want PRECIP and PALIM ones", shared)
+	}
+}
+
+func sameTools(a, b []hippocam.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Description != b[i].Description || string(a[i].Parameters) != string(b[i].Parameters) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameMessages(a, b []hippocam.Message) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Role != y.Role || x.Content != y.Content || x.ToolCallID != y.ToolCallID || len(x.ToolCalls) != len(y.ToolCalls) {
+			return false
+		}
+		for j := range x.ToolCalls {
+			if x.ToolCalls[j] != y.ToolCalls[j] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // An upstream that refuses structured requests gets each one again, the same, with the schema in
