@@ -187,8 +187,8 @@ func TestEvalEndToEnd(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(out, "summary.json")); err != nil || json.Unmarshal(b, &sum) != nil {
 			t.Fatalf("summary.json: %v", err)
 		}
-		if p := sum.Run.Usage[eval.CondHippocam].Proxy; p["agent"] == nil || p["janus"] == nil || p["palim"] == nil {
-			t.Errorf("the proxy's usage by role lacks agent, janus or palim: %v", p)
+		if p := sum.Run.Usage[eval.CondHippocam].Proxy; p["agent"] == nil || p["janus"] == nil || (p["palim"] == nil && p["precip"] == nil) {
+			t.Errorf("the proxy's usage by role lacks agent, janus or a consolidating role (precip, palim): %v", p)
 		}
 		checkReport(t, out, stdout, []string{"1", "2", "3", "4"})
 		// Each question after a sample's first was asked in a fork of its own, so that none

@@ -84,8 +84,8 @@ func native(t *testing.T, format string, b []byte) bool {
 		t.Fatal(err)
 	}
 	if format == "openai" {
-		if len(body.Tools) > 0 || len(body.ToolChoice) > 0 {
-			t.Fatalf("a role request offers tools: %s", clip(string(b)))
+		if len(body.Tools) > 0 && string(body.ToolChoice) != `"none"` {
+			t.Fatalf("a role request offers tools it may call: %s", clip(string(b)))
 		}
 		rf := body.ResponseFormat
 		return rf != nil && rf.Type == "json_schema" && rf.JSONSchema.Strict && rf.JSONSchema.Name != ""
@@ -106,11 +106,13 @@ func native(t *testing.T, format string, b []byte) bool {
 	return true
 }
 
-// The real binary's serve in front of the simulated upstream, in both upstream formats: every
-// JANUS, PRECIP and PALIM request asks natively (response_format json_schema, or a forced
-// contract tool) and offers no agent tool, and the session's answers are the scenario's. With an
-// upstream that refuses structured output, the first role request is refused once, sent again
-// in prose, and every later one goes in prose directly; the answers stay the same.
+// The real binary's serve in front of the simulated upstream, in both upstream formats, in the
+// default (auto) mode: every JANUS request asks natively (response_format json_schema, or a forced
+// contract tool); PRECIP and PALIM requests extend the main request's prefix, so they ask in
+// prose, with the schema, the agent's tools offered only with tool_choice none; the session's
+// answers are the scenario's. With an upstream that refuses structured output, the first JANUS
+// request is refused once, sent again in prose, and every later one goes in prose directly; the
+// answers stay the same.
 func TestServeStructuredOutputs(t *testing.T) {
 	lines, err := scenario.ParseFile("../../scenarios/refactor.jsonl")
 	if err != nil {
@@ -158,15 +160,18 @@ func TestServeStructuredOutputs(t *testing.T) {
 				} else if rb.status != http.StatusOK {
 					t.Fatalf("role request %d: status %d", i, rb.status)
 				}
+				schema := bytes.Contains(rb.body, []byte("Schema of the answer"))
 				switch {
-				case !tc.refuse && !isNative:
+				case !tc.refuse && rb.role == hippocam.CallJanus && !isNative:
 					t.Fatalf("%s request %d in prose", rb.role, i)
-				case !tc.refuse && bytes.Contains(rb.body, []byte("Schema of the answer")):
+				case rb.role != hippocam.CallJanus && isNative:
+					t.Fatalf("%s request %d asked natively: it should extend the main request's prefix", rb.role, i)
+				case isNative && schema:
 					t.Fatalf("%s request %d repeats the schema in prose", rb.role, i)
+				case !isNative && !schema:
+					t.Fatalf("%s request %d in prose lacks the schema", rb.role, i)
 				case tc.refuse && i > 0 && isNative:
 					t.Fatalf("%s request %d asked natively after the refusal", rb.role, i)
-				case tc.refuse && i > 0 && !bytes.Contains(rb.body, []byte("Schema of the answer")):
-					t.Fatalf("%s request %d in prose lacks the schema", rb.role, i)
 				}
 			}
 			for _, role := range []hippocam.CallRole{hippocam.CallJanus, hippocam.CallPrecip, hippocam.CallPalim} {
