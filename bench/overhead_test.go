@@ -57,8 +57,10 @@ func TestRunOverhead(t *testing.T) {
 	}
 	sane("proxy", p.P50Ms, p.P99Ms)
 	sane("bare proxy", p.BareP50Ms, p.BareP99Ms)
-	if p.UpstreamCalls != 2 { // JANUS and the answer, no folds
-		t.Errorf("%v upstream calls per Hippocam request, want 2", p.UpstreamCalls)
+	// JANUS and the answer, no folds. JANUS runs beside the answer, so the last request's call
+	// may still be under way when the counters are read: one call short at most.
+	if p.UpstreamCalls > 2 || p.UpstreamCalls < 2-1/float64(p.Samples) {
+		t.Errorf("%v upstream calls per Hippocam request, want 2 (JANUS and the answer)", p.UpstreamCalls)
 	}
 	th := rep.Throughput
 	if th.Sessions != 4 || th.Requests != 20 || !(th.RequestsPerSecond > 0) || !(th.BareRequestsPerSecond > 0) {
