@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,21 +77,6 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 	return &hippocam.Request{Role: hippocam.CallAgent, Model: st.in.Model, Messages: st.requestPrefix(len(st.s.Context)),
 		Tools: st.agentTools(withRecall), ToolChoice: choice, MaxTokens: st.in.MaxTokens,
 		Extra: st.in.Extra, ExtraFormat: st.in.ExtraFormat, Betas: st.in.Betas}
-}
-
-// requestPrefix is the messages every request over the context starts with: Hippocam's system
-// message, the agent's framing, and the context's first end messages, less the bookkeeping
-// messages no model is shown (framing and branch marks).
-func (st *step) requestPrefix(end int) []hippocam.Message {
-	msgs := make([]hippocam.Message, 0, end+2+len(st.in.Framing))
-	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
-	msgs = append(msgs, st.in.Framing...)
-	for _, m := range st.s.Context[:end] {
-		if !m.Kind.Hidden() {
-			msgs = append(msgs, m)
-		}
-	}
-	return msgs
 }
 
 // measure breaks the main-model request req, of total tokens, into its parts: Hippocam's system
@@ -405,11 +391,11 @@ func (st *step) shrinkRecalls() int {
 // finish removes the recall exchanges from the context and appends the final answer, carrying
 // them as its trace (with each result as it was first shown).
 func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Message, full map[string]string) {
-	if len(st.recallIDs) > 0 {
-		// In place: the context was rebuilt by the step's appends (the session's copy shares its
-		// backing array until then: never write into it before).
-		kept := st.s.Context[:0]
-		for _, m := range st.s.Context {
+	if first := slices.IndexFunc(st.s.Context, func(m hippocam.Message) bool { return st.recallIDs[m.ID] }); first >= 0 {
+		// In place from the first exchange on: the exchanges were appended by this step, after
+		// every message another copy of the session shares (those are never written).
+		kept := st.s.Context[:first]
+		for _, m := range st.s.Context[first:] {
 			if !st.recallIDs[m.ID] {
 				kept = append(kept, m)
 			}

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"unsafe"
+
+	"github.com/hippocam/hippocam"
+)
+
+// Every request over the context starts with the same messages: Hippocam's system message, the
+// agent's framing and the context's visible messages. A session of 10,000 messages would copy
+// all of them into a new slice for every call, and again at its next step. Instead the step
+// keeps one array of them (step.prefix) and hands out its leading part, read only; the next
+// step of the session takes it over with the context's spare capacity (Session.ClaimContext)
+// and appends what its context added. Nothing already handed out is ever written again: where
+// the context no longer matches the array (a fold, a framing change, recall exchanges that
+// left), the matching part is copied into a new one.
+
+// requestPrefix is the messages every request over the context starts with: Hippocam's system
+// message, the agent's framing, and the context's first end messages, less the bookkeeping
+// messages no model is shown (framing and branch marks). It shares its array with the step's
+// other requests: read only.
+func (st *step) requestPrefix(end int) []hippocam.Message {
+	p := st.prefix
+	n := st.sharedHead(p)
+	i := 0
+	if n > 0 {
+		for ; i < end && n < len(p); i++ {
+			m := &st.s.Context[i]
+			if m.Kind.Hidden() {
+				continue
+			}
+			if !sameMessage(&p[n], m) {
+				break
+			}
+			n++
+		}
+	}
+	if n > 0 && i == end {
+		return p[:n:n] // all there
+	}
+	if n < len(p) || n == 0 {
+		// p holds another request from n on (or nothing of this one): a new array with the part
+		// that matches, and room to grow.
+		q := make([]hippocam.Message, 0, n+end-i+len(st.in.Framing)+1+prefixRoom(end))
+		if n > 0 {
+			q = append(q, p[:n]...)
+		} else {
+			q = append(q, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
+			q = append(q, st.in.Framing...)
+		}
+		p = q
+	}
+	for _, m := range st.s.Context[i:end] {
+		if !m.Kind.Hidden() {
+			p = append(p, m) // past every message handed out: the step's own room
+		}
+	}
+	st.prefix = p
+	return p[:len(p):len(p)]
+}
+
+// prefixRoom is the spare room a new prefix array of a context of n messages gets, so that the
+// next steps append to it in place for a while.
+func prefixRoom(n int) int { return 16 + n/8 }
+
+// sharedHead returns how many messages p holds of the head of the step's requests (Hippocam's
+// system message and the agent's framing): all of them, or 0.
+func (st *step) sharedHead(p []hippocam.Message) int {
+	head := 1 + len(st.in.Framing)
+	if len(p) < head || !sameMessage(&p[0], &hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()}) {
+		return 0
+	}
+	for j := range st.in.Framing {
+		if !sameMessage(&p[1+j], &st.in.Framing[j]) {
+			return 0
+		}
+	}
+	return head
+}
+
+// sameMessage reports whether a and b are the same message: equal strings and numbers, and
+// slices and pointers that share their memory (messages are never changed in place, so shared
+// memory holds the same values). Messages equal only in content count as different.
+func sameMessage(a, b *hippocam.Message) bool {
+	return a.ID == b.ID && a.Role == b.Role && a.Kind == b.Kind && a.Content == b.Content &&
+		a.ToolCallID == b.ToolCallID && a.Ref == b.Ref && a.Tokens == b.Tokens && a.Origin == b.Origin &&
+		sameSlice(a.ToolCalls, b.ToolCalls) && sameSlice(a.Knowledge, b.Knowledge) &&
+		sameSlice(a.Trace, b.Trace) && sameSlice(a.Extra, b.Extra) && sameSlice(a.Parts, b.Parts)
+}
+
+// sameSlice reports whether a and b are the same slice: same memory, same length.
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
