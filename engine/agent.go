@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -61,11 +60,32 @@ func (st *step) agentFrame(withRecall bool) int {
 		i = 1
 	}
 	if st.frame[i] == 0 {
-		tools := st.agentTools(withRecall)
-		sys := append([]hippocam.Message{{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()}}, st.in.Framing...)
-		st.frame[i] = hippocam.RequestTokens(st.e.tok, sys, tools)
+		agent, recall := st.toolTokens(withRecall)
+		st.frame[i] = hippocam.RequestTokens(st.e.tok, st.requestHead(), nil) + agent + recall
 	}
 	return st.frame[i]
+}
+
+// toolTokens is the size of the agent's tools and of recall and search in the main model's
+// requests (agentTools), counted once a step.
+func (st *step) toolTokens(withRecall bool) (agent, recall int) {
+	i := 0
+	if withRecall {
+		i = 1
+	}
+	if t := &st.tools[i]; !t.counted {
+		tools := st.agentTools(withRecall)
+		for k := range tools {
+			n := hippocam.ToolTokens(st.e.tok, &tools[k])
+			if name := tools[k].Name; name == RecallTool || name == SearchTool {
+				t.recall += n
+			} else {
+				t.agent += n
+			}
+		}
+		t.counted = true
+	}
+	return st.tools[i].agent, st.tools[i].recall
 }
 
 // agentRequest builds the main-model request over the current context.
@@ -79,11 +99,11 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 		Extra: st.in.Extra, ExtraFormat: st.in.ExtraFormat, Betas: st.in.Betas}
 }
 
-// measure breaks the main-model request req, of total tokens, into its parts: Hippocam's system
-// message (with the request's priming), the agent's framing, the agent's tools, recall and
-// search, what Hippocam put in the context (memories, guidance, the step's recall exchanges) and
-// the agent's messages kept whole.
-func (st *step) measure(req *hippocam.Request, total int) hippocam.RequestSize {
+// measure breaks the main-model request req (its tools: agentTools(withRecall)), of total tokens,
+// into its parts: Hippocam's system message (with the request's priming), the agent's framing,
+// the agent's tools, recall and search, what Hippocam put in the context (memories, guidance,
+// the step's recall exchanges) and the agent's messages kept whole.
+func (st *step) measure(req *hippocam.Request, withRecall bool, total int) hippocam.RequestSize {
 	r := hippocam.RequestSize{Total: total}
 	framing := len(st.in.Framing)
 	for i := range req.Messages {
@@ -103,14 +123,7 @@ func (st *step) measure(req *hippocam.Request, total int) hippocam.RequestSize {
 			r.Memory += n
 		}
 	}
-	for i := range req.Tools {
-		n := hippocam.ToolTokens(st.e.tok, &req.Tools[i])
-		if name := req.Tools[i].Name; name == RecallTool || name == SearchTool {
-			r.RecallTools += n
-		} else {
-			r.Tools += n
-		}
-	}
+	r.Tools, r.RecallTools = st.toolTokens(withRecall)
 	r.System = total - r.Framing - r.Tools - r.RecallTools - r.Memory - r.Messages
 	return r
 }
@@ -150,7 +163,8 @@ func (st *step) answer(ctx context.Context) error {
 		}
 		withRecall := recallOpen && st.res.RecallCalls < st.e.cfg.RecallLimit
 		req := st.agentRequest(withRecall)
-		n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools)
+		agent, recall := st.toolTokens(withRecall) // the tools of req, counted once a step
+		n := hippocam.RequestTokens(st.e.tok, req.Messages, nil) + agent + recall
 		if n > st.e.cfg.Window {
 			return hippocam.Capacityf(n, st.e.cfg.Window, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
@@ -158,7 +172,7 @@ func (st *step) answer(ctx context.Context) error {
 		if st.in.OnCall != nil {
 			st.in.OnCall(n)
 		}
-		size := st.measure(req, n)
+		size := st.measure(req, withRecall, n)
 		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)
@@ -391,7 +405,7 @@ func (st *step) shrinkRecalls() int {
 // finish removes the recall exchanges from the context and appends the final answer, carrying
 // them as its trace (with each result as it was first shown).
 func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Message, full map[string]string) {
-	if first := slices.IndexFunc(st.s.Context, func(m hippocam.Message) bool { return st.recallIDs[m.ID] }); first >= 0 {
+	if first := st.firstRecall(); first >= 0 {
 		// In place from the first exchange on: the exchanges were appended by this step, after
 		// every message another copy of the session shares (those are never written).
 		kept := st.s.Context[:first]
@@ -429,6 +443,19 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 	}
 	st.res.Answer = msg
 	st.res.FinishReason = reason
+}
+
+// firstRecall is the index of the first recall exchange in the context, -1 when there is none.
+func (st *step) firstRecall() int {
+	if len(st.recallIDs) == 0 {
+		return -1
+	}
+	for i := range st.s.Context {
+		if st.recallIDs[st.s.Context[i].ID] {
+			return i
+		}
+	}
+	return -1
 }
 
 // recallRoom is the room, in tokens, a recall result may take: what the window has left after

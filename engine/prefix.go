@@ -108,13 +108,14 @@ func (st *step) answerReserve() int {
 		// and its input, and a client's generous default must not refuse every request.
 		st.reserve = max(st.e.cfg.MinAnswer, min(st.in.MaxTokens, st.e.cfg.Window/2), 1)
 	}
-	var sizes []int
+	sizes := st.sizes[:0] // the step's own, reused: pressure control asks several times a step
 	for i := range st.s.Context {
-		if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && !st.recallIDs[m.ID] {
+		if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && (len(st.recallIDs) == 0 || !st.recallIDs[m.ID]) {
 			sizes = append(sizes, m.Tokens)
 		}
 	}
-	return max(st.reserve, roundQuantile(sizes, st.e.cfg.Quantile))
+	st.sizes = sizes
+	return max(st.reserve, quantileOf(sizes, st.e.cfg.Quantile))
 }
 
 // sweep folds, from the root region to the innermost, every eligible prefix larger than Δmin.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/hippocam/hippocam"
@@ -15,12 +16,19 @@ import (
 // the context no longer matches the array (a fold, a framing change, recall exchanges that
 // left), the matching part is copied into a new one.
 
+// noSharing makes every step copy its context and every request its prefix, as if none of the
+// above existed: the tests compare the requests sent either way.
+var noSharing atomic.Bool
+
 // requestPrefix is the messages every request over the context starts with: Hippocam's system
 // message, the agent's framing, and the context's first end messages, less the bookkeeping
 // messages no model is shown (framing and branch marks). It shares its array with the step's
 // other requests: read only.
 func (st *step) requestPrefix(end int) []hippocam.Message {
 	p := st.prefix
+	if noSharing.Load() {
+		p = nil
+	}
 	n := st.sharedHead(p)
 	i := 0
 	if n > 0 {
@@ -45,8 +53,7 @@ func (st *step) requestPrefix(end int) []hippocam.Message {
 		if n > 0 {
 			q = append(q, p[:n]...)
 		} else {
-			q = append(q, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
-			q = append(q, st.in.Framing...)
+			q = append(q, st.requestHead()...)
 		}
 		p = q
 	}
@@ -63,15 +70,38 @@ func (st *step) requestPrefix(end int) []hippocam.Message {
 // next steps append to it in place for a while.
 func prefixRoom(n int) int { return 16 + n/8 }
 
-// sharedHead returns how many messages p holds of the head of the step's requests (Hippocam's
-// system message and the agent's framing): all of them, or 0.
+// requestHead is the head of the step's requests over the context: Hippocam's system message and
+// the agent's framing, each with its size counted once, so that counting a request does not
+// tokenize them again.
+func (st *step) requestHead() []hippocam.Message {
+	if st.head == nil {
+		st.head = append(make([]hippocam.Message, 0, 1+len(st.in.Framing)), st.e.systemMessage())
+		for _, m := range st.in.Framing {
+			if m.Tokens <= 0 {
+				m.Tokens = hippocam.MessageTokens(st.e.tok, &m)
+			}
+			st.head = append(st.head, m)
+		}
+	}
+	return st.head
+}
+
+// sharedHead returns how many messages p holds of the head of the step's requests
+// (requestHead): all of them, or 0.
 func (st *step) sharedHead(p []hippocam.Message) int {
 	head := 1 + len(st.in.Framing)
-	if len(p) < head || !sameMessage(&p[0], &hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()}) {
+	if len(p) < head {
+		return 0
+	}
+	if sys := st.e.systemMessage(); !sameMessage(&p[0], &sys) {
 		return 0
 	}
 	for j := range st.in.Framing {
-		if !sameMessage(&p[1+j], &st.in.Framing[j]) {
+		f, q := &st.in.Framing[j], p[1+j]
+		if f.Tokens <= 0 {
+			q.Tokens = f.Tokens // requestHead counted it
+		}
+		if !sameMessage(&q, f) {
 			return 0
 		}
 	}

@@ -67,6 +67,15 @@ type step struct {
 	// prefix is the array the step's requests over the context share (requestPrefix); its room
 	// beyond its length is the step's own.
 	prefix []hippocam.Message
+	// sizes is answerReserve's scratch space.
+	sizes []int
+	// head and tools are the sizes of what the step's main-model requests add to the context,
+	// counted once: requestHead, toolTokens (without and with recall).
+	head  []hippocam.Message
+	tools [2]struct {
+		agent, recall int
+		counted       bool
+	}
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -84,9 +93,11 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	st := e.newStep(s, arch, in)
 	// The step appends to the context where the session's last step left room, instead of
 	// copying the whole context first, unless another copy of the session did so already.
-	kept, claimed := st.s.ClaimContext()
-	st.claimed = claimed
-	st.prefix, _ = kept.([]hippocam.Message)
+	if !noSharing.Load() {
+		kept, claimed := st.s.ClaimContext()
+		st.claimed = claimed
+		st.prefix, _ = kept.([]hippocam.Message)
+	}
 	st.array = unsafe.SliceData(st.s.Context)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
 	defer st.dropNext()                     // a JANUS call still held by the step here belongs to a failed step

@@ -1,0 +1,8 @@
+package engine
+
+// SetSharing turns the sharing of contexts and request prefixes between steps and requests on
+// or off (share.go), and returns what restores it.
+func SetSharing(on bool) (restore func()) {
+	was := noSharing.Swap(!on)
+	return func() { noSharing.Store(was) }
+}
