@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -161,4 +162,65 @@ func TestSharingSendsTheSameRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two steps on one session state (a request and its retry, or a step after one that failed
+// having appended) each see only their own messages: the first takes the room after the
+// context, the second copies it, and neither changes the other's result or the state.
+func TestStepsOnOneStateStayApart(t *testing.T) {
+	e := mustEngine(t, gateWindow(100000), mustSim(t))
+	ctx := context.Background()
+	st := inmem.New()
+	s := engine.NewSession("", "s", time.Unix(0, 0).UTC())
+	if err := st.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	arch := hippocam.SessionArchive(st, "", "s")
+	say := func(s *hippocam.Session, text string) *engine.Result {
+		t.Helper()
+		res, err := e.Step(ctx, s, arch, engine.Input{Messages: []hippocam.Message{{Role: hippocam.RoleUser, Content: "!say " + text}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i := range 3 {
+		res := say(s, fmt.Sprint(i))
+		if err := st.Commit(ctx, res.Session, res.Change); err != nil {
+			t.Fatal(err)
+		}
+		s = res.Session
+	}
+	before := append([]hippocam.Message(nil), s.Context...)
+	a := say(s, "a")
+	b := say(s, "b")
+	c := say(a.Session, "c")
+	for _, r := range []struct {
+		res  *engine.Result
+		base []hippocam.Message
+		said []string
+	}{{a, before, []string{"a"}}, {b, before, []string{"b"}}, {c, before, []string{"a", "c"}}} {
+		got := r.res.Session.Context
+		if len(got) != len(r.base)+2*len(r.said) || !slices.EqualFunc(got[:len(r.base)], r.base, sameIDContent) {
+			t.Fatalf("context %s, want %s then %q", describe(got), describe(r.base), r.said)
+		}
+		for k, text := range r.said {
+			if u, ans := got[len(r.base)+2*k], got[len(r.base)+2*k+1]; u.Content != "!say "+text || ans.Content != text {
+				t.Fatalf("context %s, want %s then %q", describe(got), describe(r.base), r.said)
+			}
+		}
+	}
+	if !slices.EqualFunc(s.Context, before, sameIDContent) {
+		t.Fatalf("the state changed: %s, was %s", describe(s.Context), describe(before))
+	}
+}
+
+func sameIDContent(x, y hippocam.Message) bool { return x.ID == y.ID && x.Content == y.Content }
+
+func describe(ms []hippocam.Message) string {
+	var b []string
+	for _, m := range ms {
+		b = append(b, m.ID+":"+clip(m.Content))
+	}
+	return fmt.Sprint(b)
 }

@@ -235,6 +235,8 @@ func TestChatReaderMatchesReadChatRequest(t *testing.T) {
 	framings := []string{``, `{"role":"system","content":"Be brief."},`, `{"role":"developer","content":"Be brief."},{"role":"system","content":"x"},`}
 	for _, room := range []int{0, 10, 1000, 100000} {
 		r := NewChatReader(room)
+		type read struct{ got, want *hippocam.Conversation }
+		var reads []read // every conversation read, to check at the end that none changed since
 		sessions := make([][]string, 3)
 		framing := make([]string, 3)
 		for range 1500 {
@@ -265,12 +267,19 @@ func TestChatReaderMatchesReadChatRequest(t *testing.T) {
 			if errGot != nil {
 				continue
 			}
-			if chain := hippocam.TranscriptChain("", got.Messages); !reflect.DeepEqual(got.Hashes, chain) {
+			chain := hippocam.TranscriptChain("", got.Messages)
+			if !reflect.DeepEqual(got.Hashes, chain) {
 				t.Fatalf("room %d: Read(%s): hashes\n%q\nwant %q", room, body, got.Hashes, chain)
 			}
-			got.Hashes = nil
+			want.Hashes = chain
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("room %d: Read(%s):\ngot  %#v\nwant %#v", room, body, got, want)
+			}
+			reads = append(reads, read{got, want})
+		}
+		for i, rd := range reads {
+			if !reflect.DeepEqual(rd.got, rd.want) {
+				t.Fatalf("room %d: the conversation of read %d changed after later reads", room, i)
 			}
 		}
 		if r.kept > room || (room >= 1000 && len(r.recent) == 0) {
