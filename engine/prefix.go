@@ -108,14 +108,7 @@ func (st *step) answerReserve() int {
 		// and its input, and a client's generous default must not refuse every request.
 		st.reserve = max(st.e.cfg.MinAnswer, min(st.in.MaxTokens, st.e.cfg.Window/2), 1)
 	}
-	sizes := st.sizes[:0] // the step's own, reused: pressure control asks several times a step
-	for i := range st.s.Context {
-		if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && (len(st.recallIDs) == 0 || !st.recallIDs[m.ID]) {
-			sizes = append(sizes, m.Tokens)
-		}
-	}
-	st.sizes = sizes
-	return max(st.reserve, quantileOf(sizes, st.e.cfg.Quantile))
+	return max(st.reserve, st.answerQuantile()) // share.go: sizes kept from the last call
 }
 
 // sweep folds, from the root region to the innermost, every eligible prefix larger than Δmin.

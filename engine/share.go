@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -121,4 +123,84 @@ func sameMessage(a, b *hippocam.Message) bool {
 // sameSlice reports whether a and b are the same slice: same memory, same length.
 func sameSlice[T any](a, b []T) bool {
 	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
+}
+
+// carried is what a step leaves with its context's room (Session.KeepContext) for the session's
+// next step: its requests' prefix and the sizes of the context's answers.
+type carried struct {
+	prefix  []hippocam.Message
+	answers answerSizes
+}
+
+// answerSizes holds the sizes of the answers among the context's first n messages, sorted, for
+// answerReserve, which pressure control asks several times a step: a call reads only the
+// messages appended since the last. It covers no recall exchange (those are counted at each
+// call), and holds while the context keeps its backing array and its n-th message (last): the
+// messages before it are never written again (Session.Clone), and a step writes in place only
+// its recall exchanges.
+type answerSizes struct {
+	array   *hippocam.Message
+	n       int
+	last    hippocam.Message
+	sorted  []int
+	scratch []int
+}
+
+// answerQuantile is the q-quantile of the sizes of the context's answers, recall exchanges left
+// out.
+func (st *step) answerQuantile() int {
+	c, a := st.s.Context, &st.answers
+	exchange := func(m *hippocam.Message) bool { return len(st.recallIDs) > 0 && st.recallIDs[m.ID] }
+	if noSharing.Load() || a.array != unsafe.SliceData(c) || a.n > len(c) || (a.n > 0 && !sameMessage(&c[a.n-1], &a.last)) {
+		a.array, a.n, a.sorted = unsafe.SliceData(c), 0, a.sorted[:0]
+	}
+	fresh := a.n == 0
+	for ; a.n < len(c) && !exchange(&c[a.n]); a.n++ {
+		if c[a.n].Role == hippocam.RoleAssistant {
+			if fresh {
+				a.sorted = append(a.sorted, c[a.n].Tokens) // sorted below, at once
+			} else {
+				a.sorted = insertSorted(a.sorted, c[a.n].Tokens)
+			}
+		}
+	}
+	if fresh {
+		slices.Sort(a.sorted)
+	}
+	if a.n > 0 {
+		a.last = c[a.n-1]
+	}
+	sizes := a.sorted
+	if rest := c[a.n:]; len(rest) > 0 {
+		sizes = append(a.scratch[:0], a.sorted...)
+		for i := range rest {
+			if m := &rest[i]; m.Role == hippocam.RoleAssistant && !exchange(m) {
+				sizes = insertSorted(sizes, m.Tokens)
+			}
+		}
+		a.scratch = sizes
+	}
+	q := quantileSorted(sizes, st.e.cfg.Quantile)
+	if checkAnswers.Load() {
+		var all []int
+		for i := range c {
+			if m := &c[i]; m.Role == hippocam.RoleAssistant && !exchange(m) {
+				all = append(all, m.Tokens)
+			}
+		}
+		if full := quantileOf(all, st.e.cfg.Quantile); full != q {
+			panic(fmt.Sprintf("answer sizes kept give %d, counted again %d", q, full))
+		}
+	}
+	return q
+}
+
+// checkAnswers, set by tests, makes answerQuantile count every time in full too, and panic when
+// the two differ.
+var checkAnswers atomic.Bool
+
+// insertSorted inserts v into sorted, keeping it sorted.
+func insertSorted(sorted []int, v int) []int {
+	k, _ := slices.BinarySearch(sorted, v)
+	return slices.Insert(sorted, k, v)
 }

@@ -52,6 +52,7 @@ func encodeRequest(req *hippocam.Request) string {
 func sharedRun(t *testing.T, on bool, mode consolidation, rounds int) *sentLog {
 	t.Helper()
 	defer engine.SetSharing(on)()
+	defer engine.CheckAnswers(on)()
 	rec := &sentLog{inner: mustSim(t), bodies: map[hippocam.CallRole][]string{}, reqs: map[hippocam.CallRole][]*hippocam.Request{}}
 	e := mustEngine(t, engine.ForWindow(6000), rec)
 	ctx := context.Background()
@@ -118,13 +119,17 @@ func sharedRun(t *testing.T, on bool, mode consolidation, rounds int) *sentLog {
 			user(r, fmt.Sprintf("k%d := w%d\n!say noted", r%13, r))
 		}
 	}
+	if _, err := e.SettleVerdict(ctx, "", "s"); err != nil { // the last step's JANUS call
+		t.Fatal(err)
+	}
 	return rec
 }
 
 // The requests a session sends are the same, byte for byte, whether its steps share their
 // context's room and their requests' prefix (share.go) or copy them, with consolidation in the
 // step and in jobs; and no request sent changes afterwards (nothing handed out is written
-// again).
+// again). The answer sizes steps keep for pressure control are checked against a full count at
+// every use.
 func TestSharingSendsTheSameRequests(t *testing.T) {
 	rounds := 160
 	if testing.Short() {

@@ -67,8 +67,8 @@ type step struct {
 	// prefix is the array the step's requests over the context share (requestPrefix); its room
 	// beyond its length is the step's own.
 	prefix []hippocam.Message
-	// sizes is answerReserve's scratch space.
-	sizes []int
+	// answers keeps the sizes of the context's answers for answerReserve (share.go).
+	answers answerSizes
 	// head and tools are the sizes of what the step's main-model requests add to the context,
 	// counted once: requestHead, toolTokens (without and with recall).
 	head  []hippocam.Message
@@ -96,7 +96,9 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	if !noSharing.Load() {
 		kept, claimed := st.s.ClaimContext()
 		st.claimed = claimed
-		st.prefix, _ = kept.([]hippocam.Message)
+		if c, ok := kept.(*carried); ok {
+			st.prefix, st.answers = c.prefix, c.answers
+		}
 	}
 	st.array = unsafe.SliceData(st.s.Context)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
@@ -162,8 +164,9 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	st.register()
 	if st.claimed || unsafe.SliceData(st.s.Context) != st.array {
 		// The context's backing array is the step's own beyond the session's length: its spare
-		// capacity goes to the next step, with the requests' shared prefix.
-		st.s.KeepContext(st.prefix)
+		// capacity goes to the next step, with the requests' shared prefix and the answers'
+		// sizes.
+		st.s.KeepContext(&carried{prefix: st.prefix, answers: st.answers})
 	}
 	return st.result(began), nil
 }

@@ -15,10 +15,15 @@ func roundQuantile(rounds []int, q float64) int {
 
 // quantileOf is roundQuantile over sizes, which it sorts.
 func quantileOf(sizes []int, q float64) int {
+	sort.Ints(sizes)
+	return quantileSorted(sizes, q)
+}
+
+// quantileSorted is roundQuantile over sizes sorted.
+func quantileSorted(sizes []int, q float64) int {
 	if len(sizes) == 0 {
 		return 0
 	}
-	sort.Ints(sizes)
 	rank := int(math.Ceil(q*float64(len(sizes)))) - 1
 	rank = max(0, min(rank, len(sizes)-1))
 	return sizes[rank]
