@@ -76,7 +76,7 @@ func (st *step) toolTokens(withRecall bool) (agent, recall int) {
 	if t := &st.tools[i]; !t.counted {
 		tools := st.agentTools(withRecall)
 		for k := range tools {
-			n := hippocam.ToolTokens(st.e.tok, &tools[k])
+			n := st.e.toolSizes.count(st.e.tok, &tools[k])
 			if name := tools[k].Name; name == RecallTool || name == SearchTool {
 				t.recall += n
 			} else {

@@ -41,6 +41,8 @@ type Engine struct {
 	tooLittle *spanMemo
 	// verdicts holds, by session, the JANUS verdict its last step left (JanusBeside).
 	verdicts *verdicts
+	// toolSizes remembers the sizes of the tools requests offer (share.go).
+	toolSizes toolSizes
 }
 
 // keptSpan is what the engine remembers of a span PALIM could not fold by Δmin: the span's last

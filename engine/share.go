@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -203,4 +204,32 @@ var checkAnswers atomic.Bool
 func insertSorted(sorted []int, v int) []int {
 	k, _ := slices.BinarySearch(sorted, v)
 	return slices.Insert(sorted, k, v)
+}
+
+// toolSizes remembers hippocam.ToolTokens by tool: an agent offers the same tools with every
+// request, and tokenizing their schemas again each time was a good part of a step's counting.
+type toolSizes struct {
+	mu sync.Mutex
+	m  map[[3]string]int
+}
+
+// maxToolSizes bounds toolSizes: past it, it starts again.
+const maxToolSizes = 4096
+
+func (c *toolSizes) count(tok hippocam.Tokenizer, t *hippocam.Tool) int {
+	k := [3]string{t.Name, t.Description, string(t.Parameters)}
+	c.mu.Lock()
+	n, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return n
+	}
+	n = hippocam.ToolTokens(tok, t)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxToolSizes {
+		c.m = map[[3]string]int{}
+	}
+	c.m[k] = n
+	c.mu.Unlock()
+	return n
 }

@@ -67,6 +67,7 @@ type cpuRig struct {
 	// that its own garbage does not set off the collections it measures.
 	head, tail []byte
 	sent       int
+	buf        []byte // the last body, reused for the next
 }
 
 // instantJanus and instantAnswer are the upstream's two answers.
@@ -226,7 +227,8 @@ func (r *cpuRig) send(tb testing.TB, name string, history []wire.ChatMessage, cp
 
 // body returns the request body for msgs, which extend those of the previous call by at most
 // their last one: the messages not sent before are encoded and kept, the last one too when it
-// is not the new user message.
+// is not the new user message. The body is valid until the next call (the proxy keeps nothing
+// of a body once it has answered).
 func (r *cpuRig) body(tb testing.TB, msgs []wire.ChatMessage) []byte {
 	tb.Helper()
 	encode := func(v any) []byte {
@@ -246,8 +248,8 @@ func (r *cpuRig) body(tb testing.TB, msgs []wire.ChatMessage) []byte {
 		r.head = append(append(r.head, ','), encode(msgs[r.sent])...)
 	}
 	last := encode(msgs[len(msgs)-1])
-	body := make([]byte, 0, len(r.head)+1+len(last)+len(r.tail))
-	return append(append(append(append(body, r.head...), ','), last...), r.tail...)
+	r.buf = append(append(append(append(r.buf[:0], r.head...), ','), last...), r.tail...)
+	return r.buf
 }
 
 // processCPU returns the user and system CPU time the process has used.

@@ -30,20 +30,25 @@ func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) 
 // readChat is ReadChatRequest, taking from bases (earlier requests) the leading messages they
 // share with body byte for byte. The chatReader says how many it took, and from which.
 func readChat(body []byte, bases []*readRequest) (*hippocam.Conversation, *ChatRequest, *chatReader, error) {
-	if err := hippocam.CheckText(body); err != nil {
-		return nil, nil, nil, err
-	}
-	r := &chatReader{conv: &hippocam.Conversation{Format: hippocam.FormatChat, Store: true}, bases: bases}
+	r := &chatReader{conv: &hippocam.Conversation{Format: hippocam.FormatChat, Store: true}, bases: bases, body: body}
 	if len(bases) == 0 {
 		r.bases = nil
 	}
 	req := new(ChatRequest)
 	d := decoder{scanner: scanner{data: body}, share: true, sink: r}
 	if d.ws(); !d.request(req) || !d.end() {
+		if err := hippocam.CheckText(body); err != nil {
+			return nil, nil, nil, err
+		}
 		var err error
 		if req, r, err = readSlow(body); err != nil {
 			return nil, nil, nil, err
 		}
+	} else if hippocam.CheckText(body[:r.skipFrom]) != nil || hippocam.CheckText(body[r.skipTo:]) != nil {
+		// The messages reused were checked when first read, as parts of a body that passed:
+		// the text around them is checked now (and, when it fails, the whole body, for the
+		// error it reports).
+		return nil, nil, nil, hippocam.CheckText(body)
 	}
 	r.done()
 	if r.n == 0 {
@@ -154,6 +159,10 @@ type chatReader struct {
 	from    *readRequest
 	claimed bool
 	hint    int
+	// body is the body read; skipFrom and skipTo bound the bytes of the messages reused in it (none:
+	// both 0), which readChat does not check again.
+	body             []byte
+	skipFrom, skipTo int
 }
 
 // reuse takes the next message from the bases that have it at the same place, when rest starts
@@ -178,6 +187,11 @@ func (r *chatReader) reuse(rest []byte) int {
 	r.bases = live
 	r.n++
 	r.same++
+	at := len(r.body) - len(rest)
+	if r.same == 1 {
+		r.skipFrom = at
+	}
+	r.skipTo = at + n
 	return n
 }
 

@@ -230,6 +230,10 @@ func TestChatReaderMatchesReadChatRequest(t *testing.T) {
 		case 2:
 			return fmt.Sprintf(`{"role":"assistant","content":%s}`, g.pick(`"done"`, `"<b>"`, `null`))
 		}
+		if g.p(0.02) { // text the reader must refuse, after messages it reuses
+			return fmt.Sprintf(`{"role":"user","content":%s}`, g.pick("\"\xff\"", `"\ud800"`, `"\udc00x"`,
+				"[{\"type\":\"text\",\"text\":\"\xff\"}]", `[{"type":"text","text":"\ud800"}]`, `"ok","cache":{"k":"\udc00"}`))
+		}
 		return fmt.Sprintf(`{"role":"user","content":%s}`, g.pick(`"hi"`, `"h\u0069"`, `[{"type":"text","text":"hi"}]`, `"step"`, `"<&>"`))
 	}
 	framings := []string{``, `{"role":"system","content":"Be brief."},`, `{"role":"developer","content":"Be brief."},{"role":"system","content":"x"},`}
@@ -263,6 +267,9 @@ func TestChatReaderMatchesReadChatRequest(t *testing.T) {
 			got, _, errGot := r.Read([]byte(body))
 			if fmt.Sprint(errGot) != fmt.Sprint(errWant) {
 				t.Fatalf("room %d: Read(%s):\nerror %v\nwant  %v", room, body, errGot, errWant)
+			}
+			if terr := hippocam.CheckText([]byte(body)); terr != nil && fmt.Sprint(errGot) != fmt.Sprint(terr) {
+				t.Fatalf("room %d: Read(%s):\nerror %v\nwant  %v", room, body, errGot, terr)
 			}
 			if errGot != nil {
 				continue
