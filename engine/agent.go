@@ -99,32 +99,35 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 		Extra: st.in.Extra, ExtraFormat: st.in.ExtraFormat, Betas: st.in.Betas}
 }
 
-// measure breaks the main-model request req (its tools: agentTools(withRecall)), of total tokens,
-// into its parts: Hippocam's system message (with the request's priming), the agent's framing,
-// the agent's tools, recall and search, what Hippocam put in the context (memories, guidance,
-// the step's recall exchanges) and the agent's messages kept whole.
-func (st *step) measure(req *hippocam.Request, withRecall bool, total int) hippocam.RequestSize {
-	r := hippocam.RequestSize{Total: total}
+// measure counts the main-model request req (its tools: agentTools(withRecall)) as
+// hippocam.RequestTokens does, and breaks the total into its parts: Hippocam's system message
+// (with the request's priming), the agent's framing, the agent's tools, recall and search, what
+// Hippocam put in the context (memories, guidance, the step's recall exchanges) and the agent's
+// messages kept whole.
+func (st *step) measure(req *hippocam.Request, withRecall bool) hippocam.RequestSize {
+	var r hippocam.RequestSize
 	framing := len(st.in.Framing)
+	r.Tools, r.RecallTools = st.toolTokens(withRecall)
+	r.Total = hippocam.RequestTokens(st.e.tok, nil, nil) + r.Tools + r.RecallTools // and each message's, below
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		n := m.Tokens
 		if n <= 0 {
 			n = hippocam.MessageTokens(st.e.tok, m)
 		}
+		r.Total += n
 		switch {
 		case i == 0:
 			// Hippocam's system message: counted below, with the priming.
 		case i <= framing:
 			r.Framing += n
-		case m.Kind == hippocam.KindRaw && !st.recallIDs[m.ID]:
+		case m.Kind == hippocam.KindRaw && !st.exchange(m):
 			r.Messages += n
 		default:
 			r.Memory += n
 		}
 	}
-	r.Tools, r.RecallTools = st.toolTokens(withRecall)
-	r.System = total - r.Framing - r.Tools - r.RecallTools - r.Memory - r.Messages
+	r.System = r.Total - r.Framing - r.Tools - r.RecallTools - r.Memory - r.Messages
 	return r
 }
 
@@ -163,8 +166,8 @@ func (st *step) answer(ctx context.Context) error {
 		}
 		withRecall := recallOpen && st.res.RecallCalls < st.e.cfg.RecallLimit
 		req := st.agentRequest(withRecall)
-		agent, recall := st.toolTokens(withRecall) // the tools of req, counted once a step
-		n := hippocam.RequestTokens(st.e.tok, req.Messages, nil) + agent + recall
+		size := st.measure(req, withRecall)
+		n := size.Total
 		if n > st.e.cfg.Window {
 			return hippocam.Capacityf(n, st.e.cfg.Window, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
@@ -172,7 +175,6 @@ func (st *step) answer(ctx context.Context) error {
 		if st.in.OnCall != nil {
 			st.in.OnCall(n)
 		}
-		size := st.measure(req, withRecall, n)
 		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)
@@ -465,6 +467,6 @@ func (st *step) firstRecall() int {
 func (st *step) recallRoom() int {
 	const margin = 16
 	reserve := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
-	used := tokens(st.s.Context) + st.agentFrame(true) + reserve
+	used := st.contextTokens() + st.agentFrame(true) + reserve
 	return st.e.cfg.Window - used - margin - 4
 }

@@ -7,9 +7,10 @@ func SetSharing(on bool) (restore func()) {
 	return func() { noSharing.Store(was) }
 }
 
-// CheckAnswers makes answerReserve check the answer sizes it keeps against a full count (it
-// panics when they differ), and returns what restores it.
-func CheckAnswers(on bool) (restore func()) {
-	was := checkAnswers.Swap(on)
-	return func() { checkAnswers.Store(was) }
+// CheckKept makes the steps check what they keep from call to call (request prefixes, sizes)
+// against what they would work out afresh (they panic when the two differ), and returns what
+// restores it.
+func CheckKept(on bool) (restore func()) {
+	was := checkKept.Swap(on)
+	return func() { checkKept.Store(was) }
 }

@@ -29,13 +29,13 @@ import (
 // request can hold.
 func (st *step) predicted() int {
 	round := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
-	return tokens(st.s.Context) + max(st.agentFrame(true)+round, st.componentNeed())
+	return st.contextTokens() + max(st.agentFrame(true)+round, st.componentNeed())
 }
 
 // needed is what the step's largest request needs with room for its answer: what the sweeps
 // and recede work to fit within W.
 func (st *step) needed() int {
-	return tokens(st.s.Context) + max(st.agentFrame(true)+st.answerReserve(), st.componentNeed())
+	return st.contextTokens() + max(st.agentFrame(true)+st.answerReserve(), st.componentNeed())
 }
 
 // agentNeeded is what the main model's request needs with room for its answer: what must fit W
@@ -43,7 +43,7 @@ func (st *step) needed() int {
 // fills the window), JANUS's own size check leaves the stack as it is for this step, and its
 // next call reviews what this one could not.
 func (st *step) agentNeeded() int {
-	return tokens(st.s.Context) + st.agentFrame(true) + st.answerReserve()
+	return st.contextTokens() + st.agentFrame(true) + st.answerReserve()
 }
 
 // componentNeed is what a component request over the whole context adds to it, kept free until
@@ -63,7 +63,7 @@ func janusAnswerRoom(window int) int { return componentAnswerRoom(window) }
 
 // requestTokens is the size of the next main-model request.
 func (st *step) requestTokens() int {
-	return tokens(st.s.Context) + st.agentFrame(true)
+	return st.contextTokens() + st.agentFrame(true)
 }
 
 // pressureControl runs PRESSURECONTROL. ECAPACITY when the request cannot fit even after both

@@ -28,28 +28,35 @@ var noSharing atomic.Bool
 // messages no model is shown (framing and branch marks). It shares its array with the step's
 // other requests: read only.
 func (st *step) requestPrefix(end int) []hippocam.Message {
-	p := st.prefix
+	c, p := st.s.Context, st.prefix
 	if noSharing.Load() {
 		p = nil
 	}
 	n := st.sharedHead(p)
 	i := 0
-	if n > 0 {
-		for ; i < end && n < len(p); i++ {
-			m := &st.s.Context[i]
-			if m.Kind.Hidden() {
-				continue
-			}
-			if !sameMessage(&p[n], m) {
-				break
-			}
-			n++
+	if k := &st.mark; n > 0 && k.holds(c, p) && k.n <= end {
+		i, n = k.n, k.vis // known to match: compared when the mark was set
+	}
+	// The new mark: as far as the context holds no recall exchange.
+	markN, markVis, open := i, n, true
+	track := func(j, vis int) {
+		if open = open && !st.exchange(&c[j]); open {
+			markN, markVis = j+1, vis
 		}
 	}
-	if n > 0 && i == end {
-		return p[:n:n] // all there
+	if n > 0 {
+		for ; i < end && n < len(p); i++ {
+			m := &c[i]
+			if !m.Kind.Hidden() {
+				if !sameMessage(&p[n], m) {
+					break
+				}
+				n++
+			}
+			track(i, n)
+		}
 	}
-	if n < len(p) || n == 0 {
+	if n == 0 || (n < len(p) && i < end) {
 		// p holds another request from n on (or nothing of this one): a new array with the part
 		// that matches, and room to grow.
 		q := make([]hippocam.Message, 0, n+end-i+len(st.in.Framing)+1+prefixRoom(end))
@@ -57,16 +64,50 @@ func (st *step) requestPrefix(end int) []hippocam.Message {
 			q = append(q, p[:n]...)
 		} else {
 			q = append(q, st.requestHead()...)
+			n, markN, markVis = len(q), 0, len(q)
 		}
 		p = q
 	}
-	for _, m := range st.s.Context[i:end] {
-		if !m.Kind.Hidden() {
-			p = append(p, m) // past every message handed out: the step's own room
+	for ; i < end; i++ { // here n == len(p): p's room is the step's own
+		if m := &c[i]; !m.Kind.Hidden() {
+			p = append(p, *m)
+			n++
 		}
+		track(i, n)
 	}
 	st.prefix = p
-	return p[:len(p):len(p)]
+	st.mark = prefixMark{}
+	if markN > 0 {
+		st.mark = prefixMark{ctx: unsafe.SliceData(c), p: unsafe.SliceData(p), n: markN, vis: markVis, last: c[markN-1]}
+	}
+	if checkKept.Load() {
+		full := append([]hippocam.Message(nil), st.requestHead()...)
+		for i := range c[:end] {
+			if !c[i].Kind.Hidden() {
+				full = append(full, c[i])
+			}
+		}
+		if !slices.EqualFunc(p[:n], full, func(a, b hippocam.Message) bool { return sameMessage(&a, &b) }) {
+			panic(fmt.Sprintf("the shared prefix of %d messages is not the %d of the context", n, len(full)))
+		}
+	}
+	return p[:n:n]
+}
+
+// prefixMark says how far the shared prefix is known to match the context without comparing
+// them again: the context's first n messages, none a recall exchange, whose visible ones end
+// the prefix's first vis. It holds while the context keeps its backing array and its n-th
+// message (last), and the prefix its array: messages already in either are never written again.
+type prefixMark struct {
+	ctx, p *hippocam.Message
+	n, vis int
+	last   hippocam.Message
+}
+
+// holds reports whether the mark still holds for context c and prefix p.
+func (k *prefixMark) holds(c, p []hippocam.Message) bool {
+	return k.n > 0 && k.ctx == unsafe.SliceData(c) && k.p == unsafe.SliceData(p) && k.n <= len(c) &&
+		k.vis <= len(p) && sameMessage(&c[k.n-1], &k.last)
 }
 
 // prefixRoom is the spare room a new prefix array of a context of n messages gets, so that the
@@ -127,36 +168,43 @@ func sameSlice[T any](a, b []T) bool {
 }
 
 // carried is what a step leaves with its context's room (Session.KeepContext) for the session's
-// next step: its requests' prefix and the sizes of the context's answers.
+// next step: its requests' prefix and the sizes counted over its context.
 type carried struct {
-	prefix  []hippocam.Message
-	answers answerSizes
+	prefix []hippocam.Message
+	mark   prefixMark
+	sizes  contextSizes
 }
 
-// answerSizes holds the sizes of the answers among the context's first n messages, sorted, for
-// answerReserve, which pressure control asks several times a step: a call reads only the
-// messages appended since the last. It covers no recall exchange (those are counted at each
-// call), and holds while the context keeps its backing array and its n-th message (last): the
-// messages before it are never written again (Session.Clone), and a step writes in place only
-// its recall exchanges.
-type answerSizes struct {
+// contextSizes holds what pressure control, which asks several times a step, counts over the
+// context's first n messages: their tokens and the sizes of the answers among them, sorted. A
+// call reads only the messages appended since the last. It covers no recall exchange (those
+// are counted at each call), and holds while the context keeps its backing array and its n-th
+// message (last): the messages before it are never written again (Session.Clone), and a step
+// writes in place only its recall exchanges.
+type contextSizes struct {
 	array   *hippocam.Message
 	n       int
 	last    hippocam.Message
+	tokens  int
 	sorted  []int
 	scratch []int
 }
 
-// answerQuantile is the q-quantile of the sizes of the context's answers, recall exchanges left
-// out.
-func (st *step) answerQuantile() int {
-	c, a := st.s.Context, &st.answers
-	exchange := func(m *hippocam.Message) bool { return len(st.recallIDs) > 0 && st.recallIDs[m.ID] }
+// exchange reports whether m is one of the step's recall exchanges.
+func (st *step) exchange(m *hippocam.Message) bool {
+	return len(st.recallIDs) > 0 && st.recallIDs[m.ID]
+}
+
+// countContext brings st.sizes up to the context's first recall exchange, and returns what
+// follows it.
+func (st *step) countContext() []hippocam.Message {
+	c, a := st.s.Context, &st.sizes
 	if noSharing.Load() || a.array != unsafe.SliceData(c) || a.n > len(c) || (a.n > 0 && !sameMessage(&c[a.n-1], &a.last)) {
-		a.array, a.n, a.sorted = unsafe.SliceData(c), 0, a.sorted[:0]
+		a.array, a.n, a.tokens, a.sorted = unsafe.SliceData(c), 0, 0, a.sorted[:0]
 	}
 	fresh := a.n == 0
-	for ; a.n < len(c) && !exchange(&c[a.n]); a.n++ {
+	for ; a.n < len(c) && !st.exchange(&c[a.n]); a.n++ {
+		a.tokens += c[a.n].Tokens
 		if c[a.n].Role == hippocam.RoleAssistant {
 			if fresh {
 				a.sorted = append(a.sorted, c[a.n].Tokens) // sorted below, at once
@@ -171,21 +219,37 @@ func (st *step) answerQuantile() int {
 	if a.n > 0 {
 		a.last = c[a.n-1]
 	}
+	return c[a.n:]
+}
+
+// contextTokens is tokens(st.s.Context).
+func (st *step) contextTokens() int {
+	n := st.sizes.tokens + tokens(st.countContext())
+	if checkKept.Load() && n != tokens(st.s.Context) {
+		panic(fmt.Sprintf("context tokens kept give %d, counted again %d", n, tokens(st.s.Context)))
+	}
+	return n
+}
+
+// answerQuantile is the q-quantile of the sizes of the context's answers, recall exchanges left
+// out.
+func (st *step) answerQuantile() int {
+	rest, a := st.countContext(), &st.sizes
 	sizes := a.sorted
-	if rest := c[a.n:]; len(rest) > 0 {
+	if len(rest) > 0 {
 		sizes = append(a.scratch[:0], a.sorted...)
 		for i := range rest {
-			if m := &rest[i]; m.Role == hippocam.RoleAssistant && !exchange(m) {
+			if m := &rest[i]; m.Role == hippocam.RoleAssistant && !st.exchange(m) {
 				sizes = insertSorted(sizes, m.Tokens)
 			}
 		}
 		a.scratch = sizes
 	}
 	q := quantileSorted(sizes, st.e.cfg.Quantile)
-	if checkAnswers.Load() {
+	if checkKept.Load() {
 		var all []int
-		for i := range c {
-			if m := &c[i]; m.Role == hippocam.RoleAssistant && !exchange(m) {
+		for i := range st.s.Context {
+			if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && !st.exchange(m) {
 				all = append(all, m.Tokens)
 			}
 		}
@@ -196,9 +260,9 @@ func (st *step) answerQuantile() int {
 	return q
 }
 
-// checkAnswers, set by tests, makes answerQuantile count every time in full too, and panic when
-// the two differ.
-var checkAnswers atomic.Bool
+// checkKept, set by tests, makes requestPrefix, contextTokens and answerQuantile work everything
+// out in full too, and panic when the two differ.
+var checkKept atomic.Bool
 
 // insertSorted inserts v into sorted, keeping it sorted.
 func insertSorted(sorted []int, v int) []int {

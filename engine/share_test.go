@@ -52,7 +52,6 @@ func encodeRequest(req *hippocam.Request) string {
 func sharedRun(t *testing.T, on bool, mode consolidation, rounds int) *sentLog {
 	t.Helper()
 	defer engine.SetSharing(on)()
-	defer engine.CheckAnswers(on)()
 	rec := &sentLog{inner: mustSim(t), bodies: map[hippocam.CallRole][]string{}, reqs: map[hippocam.CallRole][]*hippocam.Request{}}
 	e := mustEngine(t, engine.ForWindow(6000), rec)
 	ctx := context.Background()
@@ -128,8 +127,8 @@ func sharedRun(t *testing.T, on bool, mode consolidation, rounds int) *sentLog {
 // The requests a session sends are the same, byte for byte, whether its steps share their
 // context's room and their requests' prefix (share.go) or copy them, with consolidation in the
 // step and in jobs; and no request sent changes afterwards (nothing handed out is written
-// again). The answer sizes steps keep for pressure control are checked against a full count at
-// every use.
+// again). (What steps keep from call to call is checked against a fresh count at every use in
+// all of the package's tests: main_test.go.)
 func TestSharingSendsTheSameRequests(t *testing.T) {
 	rounds := 160
 	if testing.Short() {

@@ -65,10 +65,11 @@ type step struct {
 	claimed bool
 	array   *hippocam.Message
 	// prefix is the array the step's requests over the context share (requestPrefix); its room
-	// beyond its length is the step's own.
+	// beyond its length is the step's own. mark says how far it is known to match the context.
 	prefix []hippocam.Message
-	// answers keeps the sizes of the context's answers for answerReserve (share.go).
-	answers answerSizes
+	mark   prefixMark
+	// sizes keeps what pressure control counts over the context (share.go).
+	sizes contextSizes
 	// head and tools are the sizes of what the step's main-model requests add to the context,
 	// counted once: requestHead, toolTokens (without and with recall).
 	head  []hippocam.Message
@@ -97,7 +98,7 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 		kept, claimed := st.s.ClaimContext()
 		st.claimed = claimed
 		if c, ok := kept.(*carried); ok {
-			st.prefix, st.answers = c.prefix, c.answers
+			st.prefix, st.mark, st.sizes = c.prefix, c.mark, c.sizes
 		}
 	}
 	st.array = unsafe.SliceData(st.s.Context)
@@ -164,9 +165,9 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	st.register()
 	if st.claimed || unsafe.SliceData(st.s.Context) != st.array {
 		// The context's backing array is the step's own beyond the session's length: its spare
-		// capacity goes to the next step, with the requests' shared prefix and the answers'
-		// sizes.
-		st.s.KeepContext(&carried{prefix: st.prefix, answers: st.answers})
+		// capacity goes to the next step, with the requests' shared prefix and the sizes
+		// counted.
+		st.s.KeepContext(&carried{prefix: st.prefix, mark: st.mark, sizes: st.sizes})
 	}
 	return st.result(began), nil
 }
