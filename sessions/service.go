@@ -388,9 +388,10 @@ func (s *Service) read(req *Request) (*history, error) {
 	if len(h.hashes) != len(conv.Messages)+1 {
 		h.hashes = hippocam.TranscriptChain("", conv.Messages)
 	}
-	for i := range conv.Messages {
+	for i := len(conv.Messages) - 1; i >= 0; i-- { // the last assistant message, near the end
 		if conv.Messages[i].Role == hippocam.RoleAssistant {
 			h.seen = i + 1
+			break
 		}
 	}
 	return h, nil
