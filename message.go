@@ -187,6 +187,13 @@ func ParseRefTags(text string) []string {
 // right after the calls. msgs itself is returned when nothing moves; the transcript keeps the
 // order the agent sent.
 func ExchangesWhole(msgs []Message) []Message {
+	system := false
+	for i := range msgs {
+		system = system || msgs[i].Role == RoleSystem
+	}
+	if !system {
+		return msgs // nothing that could move (the common case, found without a map)
+	}
 	inside := func(visit func(i int, open bool)) {
 		open := map[string]bool{}
 		for i := range msgs {

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Session is the state Hippocam keeps for one agent conversation: the context C, the intent
@@ -43,6 +45,18 @@ type Session struct {
 	Version   int64     `json:"version"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// room is the spare capacity after Context, which one copy of this state may claim to
+	// append in place (ClaimContext); nil when there is none to give.
+	room *contextRoom
+}
+
+// contextRoom is the spare capacity of one context state: ctx is that context (its backing
+// array and length) with its whole capacity. The first copy of the state to claim it owns
+// ctx[len(ctx):cap(ctx)]; kept is what the engine built over the context for its next step.
+type contextRoom struct {
+	ctx   []Message
+	kept  any
+	taken atomic.Bool
 }
 
 // MaxRounds bounds Session.Rounds: the quantile is taken over this many recent rounds.
@@ -93,9 +107,9 @@ func (s *Session) AddRound(tokens int) {
 // Clone returns a deep enough copy of s for an engine step to work on: slices the step may
 // modify are copied, messages themselves are immutable and shared. The context is shared too,
 // copy on write: the clone's slice has no room beyond its length, so that its first append
-// copies it (a session of 10,000 messages is not copied three times per request). Code that
-// changes a context must therefore append to it or build a new slice, never assign to its
-// elements before its first append.
+// copies it (a session of 10,000 messages is not copied three times per request), unless the
+// clone claims the room after it (ClaimContext). Code that changes a context must therefore
+// append to it or build a new slice, never assign to the elements it started with.
 func (s *Session) Clone() *Session {
 	c := *s
 	c.Context = slices.Clip(s.Context)
@@ -118,6 +132,30 @@ func (s *Session) Clone() *Session {
 		c.Transcript.Request = &cr
 	}
 	return &c
+}
+
+// ClaimContext gives s.Context back the spare capacity its state was kept with (KeepContext), when
+// s is the first copy of that state to claim it (ok), and returns what was kept with it; s may then
+// append to its context in place, and no other copy of the state will. Otherwise (another copy
+// claimed it, or s.Context is no longer that state) s is left as it is and kept is nil. Either
+// way, appending never writes over a message another copy can see: a step claims the room of
+// the context it continues, so that its appends do not copy the whole context first.
+func (s *Session) ClaimContext() (kept any, ok bool) {
+	r := s.room
+	if r == nil || len(s.Context) != len(r.ctx) || unsafe.SliceData(s.Context) != unsafe.SliceData(r.ctx) ||
+		!r.taken.CompareAndSwap(false, true) {
+		return nil, false
+	}
+	s.Context = r.ctx
+	return r.kept, true
+}
+
+// KeepContext makes s.Context's spare capacity, and kept, the next claim of s's state
+// (ClaimContext), and clips s.Context so that s and its clones append by copying. Only the owner
+// of the capacity may call it: the copy that claimed it, or made the context's backing array.
+func (s *Session) KeepContext(kept any) {
+	s.room = &contextRoom{ctx: s.Context, kept: kept}
+	s.Context = slices.Clip(s.Context)
 }
 
 // SessionInfo is a session's summary in a listing.

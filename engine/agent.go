@@ -60,11 +60,32 @@ func (st *step) agentFrame(withRecall bool) int {
 		i = 1
 	}
 	if st.frame[i] == 0 {
-		tools := st.agentTools(withRecall)
-		sys := append([]hippocam.Message{{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()}}, st.in.Framing...)
-		st.frame[i] = hippocam.RequestTokens(st.e.tok, sys, tools)
+		agent, recall := st.toolTokens(withRecall)
+		st.frame[i] = hippocam.RequestTokens(st.e.tok, st.requestHead(), nil) + agent + recall
 	}
 	return st.frame[i]
+}
+
+// toolTokens is the size of the agent's tools and of recall and search in the main model's
+// requests (agentTools), counted once a step.
+func (st *step) toolTokens(withRecall bool) (agent, recall int) {
+	i := 0
+	if withRecall {
+		i = 1
+	}
+	if t := &st.tools[i]; !t.counted {
+		tools := st.agentTools(withRecall)
+		for k := range tools {
+			n := st.e.toolSizes.count(st.e.tok, &tools[k])
+			if name := tools[k].Name; name == RecallTool || name == SearchTool {
+				t.recall += n
+			} else {
+				t.agent += n
+			}
+		}
+		t.counted = true
+	}
+	return st.tools[i].agent, st.tools[i].recall
 }
 
 // agentRequest builds the main-model request over the current context.
@@ -78,54 +99,35 @@ func (st *step) agentRequest(withRecall bool) *hippocam.Request {
 		Extra: st.in.Extra, ExtraFormat: st.in.ExtraFormat, Betas: st.in.Betas}
 }
 
-// requestPrefix is the messages every request over the context starts with: Hippocam's system
-// message, the agent's framing, and the context's first end messages, less the bookkeeping
-// messages no model is shown (framing and branch marks).
-func (st *step) requestPrefix(end int) []hippocam.Message {
-	msgs := make([]hippocam.Message, 0, end+2+len(st.in.Framing))
-	msgs = append(msgs, hippocam.Message{Role: hippocam.RoleSystem, Content: st.e.systemPrompt()})
-	msgs = append(msgs, st.in.Framing...)
-	for _, m := range st.s.Context[:end] {
-		if !m.Kind.Hidden() {
-			msgs = append(msgs, m)
-		}
-	}
-	return msgs
-}
-
-// measure breaks the main-model request req, of total tokens, into its parts: Hippocam's system
-// message (with the request's priming), the agent's framing, the agent's tools, recall and
-// search, what Hippocam put in the context (memories, guidance, the step's recall exchanges) and
-// the agent's messages kept whole.
-func (st *step) measure(req *hippocam.Request, total int) hippocam.RequestSize {
-	r := hippocam.RequestSize{Total: total}
+// measure counts the main-model request req (its tools: agentTools(withRecall)) as
+// hippocam.RequestTokens does, and breaks the total into its parts: Hippocam's system message
+// (with the request's priming), the agent's framing, the agent's tools, recall and search, what
+// Hippocam put in the context (memories, guidance, the step's recall exchanges) and the agent's
+// messages kept whole.
+func (st *step) measure(req *hippocam.Request, withRecall bool) hippocam.RequestSize {
+	var r hippocam.RequestSize
 	framing := len(st.in.Framing)
+	r.Tools, r.RecallTools = st.toolTokens(withRecall)
+	r.Total = hippocam.RequestTokens(st.e.tok, nil, nil) + r.Tools + r.RecallTools // and each message's, below
 	for i := range req.Messages {
 		m := &req.Messages[i]
 		n := m.Tokens
 		if n <= 0 {
 			n = hippocam.MessageTokens(st.e.tok, m)
 		}
+		r.Total += n
 		switch {
 		case i == 0:
 			// Hippocam's system message: counted below, with the priming.
 		case i <= framing:
 			r.Framing += n
-		case m.Kind == hippocam.KindRaw && !st.recallIDs[m.ID]:
+		case m.Kind == hippocam.KindRaw && !st.exchange(m):
 			r.Messages += n
 		default:
 			r.Memory += n
 		}
 	}
-	for i := range req.Tools {
-		n := hippocam.ToolTokens(st.e.tok, &req.Tools[i])
-		if name := req.Tools[i].Name; name == RecallTool || name == SearchTool {
-			r.RecallTools += n
-		} else {
-			r.Tools += n
-		}
-	}
-	r.System = total - r.Framing - r.Tools - r.RecallTools - r.Memory - r.Messages
+	r.System = r.Total - r.Framing - r.Tools - r.RecallTools - r.Memory - r.Messages
 	return r
 }
 
@@ -164,7 +166,8 @@ func (st *step) answer(ctx context.Context) error {
 		}
 		withRecall := recallOpen && st.res.RecallCalls < st.e.cfg.RecallLimit
 		req := st.agentRequest(withRecall)
-		n := hippocam.RequestTokens(st.e.tok, req.Messages, req.Tools)
+		size := st.measure(req, withRecall)
+		n := size.Total
 		if n > st.e.cfg.Window {
 			return hippocam.Capacityf(n, st.e.cfg.Window, "the request needs %d tokens but the context window is %d", n, st.e.cfg.Window)
 		}
@@ -172,7 +175,6 @@ func (st *step) answer(ctx context.Context) error {
 		if st.in.OnCall != nil {
 			st.in.OnCall(n)
 		}
-		size := st.measure(req, n)
 		resp, streamed, err := st.agentCall(ctx, req)
 		if err != nil {
 			return fmt.Errorf("main model: %w", err)
@@ -405,11 +407,11 @@ func (st *step) shrinkRecalls() int {
 // finish removes the recall exchanges from the context and appends the final answer, carrying
 // them as its trace (with each result as it was first shown).
 func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Message, full map[string]string) {
-	if len(st.recallIDs) > 0 {
-		// In place: the context was rebuilt by the step's appends (the session's copy shares its
-		// backing array until then: never write into it before).
-		kept := st.s.Context[:0]
-		for _, m := range st.s.Context {
+	if first := st.firstRecall(); first >= 0 {
+		// In place from the first exchange on: the exchanges were appended by this step, after
+		// every message another copy of the session shares (those are never written).
+		kept := st.s.Context[:first]
+		for _, m := range st.s.Context[first:] {
 			if !st.recallIDs[m.ID] {
 				kept = append(kept, m)
 			}
@@ -445,6 +447,19 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 	st.res.FinishReason = reason
 }
 
+// firstRecall is the index of the first recall exchange in the context, -1 when there is none.
+func (st *step) firstRecall() int {
+	if len(st.recallIDs) == 0 {
+		return -1
+	}
+	for i := range st.s.Context {
+		if st.recallIDs[st.s.Context[i].ID] {
+			return i
+		}
+	}
+	return -1
+}
+
 // recallRoom is the room, in tokens, a recall result may take: what the window has left after
 // the current request and the reserve for the next round (docs/architecture.md §3) or for the answer,
 // whichever is larger. If that pushes the context over ρW, pressure control folds older regions
@@ -452,6 +467,6 @@ func (st *step) finish(msg hippocam.Message, reason string, trace []hippocam.Mes
 func (st *step) recallRoom() int {
 	const margin = 16
 	reserve := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
-	used := tokens(st.s.Context) + st.agentFrame(true) + reserve
+	used := st.contextTokens() + st.agentFrame(true) + reserve
 	return st.e.cfg.Window - used - margin - 4
 }

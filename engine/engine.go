@@ -29,9 +29,11 @@ import (
 type Engine struct {
 	cfg    Config
 	system string // the system message of every request (systemPrompt)
-	model  hippocam.Model
-	tok    hippocam.Tokenizer
-	log    *slog.Logger
+	// systemMessage is that message with its size, counted once (systemMessage).
+	systemMessage func() hippocam.Message
+	model         hippocam.Model
+	tok           hippocam.Tokenizer
+	log           *slog.Logger
 	// tooLittle remembers spans (by session and first message) that PALIM, after its concise
 	// retries, could not fold by Δmin, with the size of the span and of the memory it came to:
 	// the span is not asked again until it has grown so that a memory of that size would save
@@ -39,6 +41,8 @@ type Engine struct {
 	tooLittle *spanMemo
 	// verdicts holds, by session, the JANUS verdict its last step left (JanusBeside).
 	verdicts *verdicts
+	// toolSizes remembers the sizes of the tools requests offer (share.go).
+	toolSizes toolSizes
 }
 
 // keptSpan is what the engine remembers of a span PALIM could not fold by Δmin: the span's last
@@ -81,8 +85,14 @@ func New(cfg Config, model hippocam.Model, tok hippocam.Tokenizer, log *slog.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall),
-		tooLittle: &spanMemo{m: map[string]keptSpan{}}, verdicts: &verdicts{m: map[string]*verdict{}}}, nil
+	e := &Engine{cfg: cfg, model: model, tok: tok, log: log, system: buildSystemPrompt(cfg.SharedPrompts, cfg.Ablations.NoRecall),
+		tooLittle: &spanMemo{m: map[string]keptSpan{}}, verdicts: &verdicts{m: map[string]*verdict{}}}
+	e.systemMessage = sync.OnceValue(func() hippocam.Message {
+		m := hippocam.Message{Role: hippocam.RoleSystem, Content: e.system}
+		m.Tokens = hippocam.MessageTokens(e.tok, &m)
+		return m
+	})
+	return e, nil
 }
 
 // Tokens counts text with the engine's tokenizer.

@@ -106,8 +106,10 @@ func (st *step) reviewFrom() int {
 	if covered == "" {
 		return 0
 	}
-	if i := st.s.Index(covered); i >= 0 {
-		return i + 1
+	for i := len(c) - 1; i >= 0; i-- { // Session.Index from the end, where it usually is
+		if c[i].ID == covered {
+			return i + 1
+		}
 	}
 	seq, ok := idSeq(covered)
 	if !ok {

@@ -29,13 +29,13 @@ import (
 // request can hold.
 func (st *step) predicted() int {
 	round := max(roundQuantile(st.s.Rounds, st.e.cfg.Quantile), st.answerReserve())
-	return tokens(st.s.Context) + max(st.agentFrame(true)+round, st.componentNeed())
+	return st.contextTokens() + max(st.agentFrame(true)+round, st.componentNeed())
 }
 
 // needed is what the step's largest request needs with room for its answer: what the sweeps
 // and recede work to fit within W.
 func (st *step) needed() int {
-	return tokens(st.s.Context) + max(st.agentFrame(true)+st.answerReserve(), st.componentNeed())
+	return st.contextTokens() + max(st.agentFrame(true)+st.answerReserve(), st.componentNeed())
 }
 
 // agentNeeded is what the main model's request needs with room for its answer: what must fit W
@@ -43,7 +43,7 @@ func (st *step) needed() int {
 // alone fills the window), a PRECIP request that would not fit is not sent, and the closed span
 // stays in the context as it is until a later fold.
 func (st *step) agentNeeded() int {
-	return tokens(st.s.Context) + st.agentFrame(true) + st.answerReserve()
+	return st.contextTokens() + st.agentFrame(true) + st.answerReserve()
 }
 
 // componentNeed is what the PRECIP request that consolidates what JANUS closes in this step adds
@@ -70,7 +70,7 @@ func janusAnswerRoom(window int) int { return componentAnswerRoom(window) }
 
 // requestTokens is the size of the next main-model request.
 func (st *step) requestTokens() int {
-	return tokens(st.s.Context) + st.agentFrame(true)
+	return st.contextTokens() + st.agentFrame(true)
 }
 
 // pressureControl runs PRESSURECONTROL. ECAPACITY when the request cannot fit even after both
@@ -115,13 +115,7 @@ func (st *step) answerReserve() int {
 		// and its input, and a client's generous default must not refuse every request.
 		st.reserve = max(st.e.cfg.MinAnswer, min(st.in.MaxTokens, st.e.cfg.Window/2), 1)
 	}
-	var sizes []int
-	for i := range st.s.Context {
-		if m := &st.s.Context[i]; m.Role == hippocam.RoleAssistant && !st.recallIDs[m.ID] {
-			sizes = append(sizes, m.Tokens)
-		}
-	}
-	return max(st.reserve, roundQuantile(sizes, st.e.cfg.Quantile))
+	return max(st.reserve, st.answerQuantile()) // share.go: sizes kept from the last call
 }
 
 // sweep folds, from the root region to the innermost, every eligible prefix larger than Δmin.

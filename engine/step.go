@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/hippocam/hippocam"
 )
@@ -59,6 +60,23 @@ type step struct {
 	// job records, in a consolidation job (Consolidate), which ops did which pending work, for
 	// Rebase; nil in a step.
 	job *jobWork
+	// claimed is set when the step appends to the session's context in place (ClaimContext);
+	// array is the context's backing array when the step began.
+	claimed bool
+	array   *hippocam.Message
+	// prefix is the array the step's requests over the context share (requestPrefix); its room
+	// beyond its length is the step's own. mark says how far it is known to match the context.
+	prefix []hippocam.Message
+	mark   prefixMark
+	// sizes keeps what pressure control counts over the context (share.go).
+	sizes contextSizes
+	// head and tools are the sizes of what the step's main-model requests add to the context,
+	// counted once: requestHead, toolTokens (without and with recall).
+	head  []hippocam.Message
+	tools [2]struct {
+		agent, recall int
+		counted       bool
+	}
 }
 
 // Step runs Algorithm 1 once on a copy of s: it appends in's messages, keeps the context within
@@ -74,6 +92,16 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 	ctx = hippocam.WithCallSession(ctx, s.Tenant, s.ID) // the model calls below are the session's (an observer files them under it)
 	began := time.Now()
 	st := e.newStep(s, arch, in)
+	// The step appends to the context where the session's last step left room, instead of
+	// copying the whole context first, unless another copy of the session did so already.
+	if !noSharing.Load() {
+		kept, claimed := st.s.ClaimContext()
+		st.claimed = claimed
+		if c, ok := kept.(*carried); ok {
+			st.prefix, st.mark, st.sizes = c.prefix, c.mark, c.sizes
+		}
+	}
+	st.array = unsafe.SliceData(st.s.Context)
 	defer func() { err = st.failed(err) }() // a failed step's usage travels in its error (StepError)
 	defer st.dropNext()                     // a JANUS call still held by the step here belongs to a failed step
 	// Consolidation earlier steps left comes first only when this step needs it: its context
@@ -135,6 +163,12 @@ func (e *Engine) Step(ctx context.Context, s *hippocam.Session, arch hippocam.Ar
 		return nil, err
 	}
 	st.register()
+	if st.claimed || unsafe.SliceData(st.s.Context) != st.array {
+		// The context's backing array is the step's own beyond the session's length: its spare
+		// capacity goes to the next step, with the requests' shared prefix and the sizes
+		// counted.
+		st.s.KeepContext(&carried{prefix: st.prefix, mark: st.mark, sizes: st.sizes})
+	}
 	return st.result(began), nil
 }
 

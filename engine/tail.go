@@ -10,14 +10,23 @@ import (
 // roundQuantile is s in Alg. 2: the q-quantile of observed round sizes (nearest rank), or 0
 // before any round has been observed.
 func roundQuantile(rounds []int, q float64) int {
-	if len(rounds) == 0 {
+	return quantileOf(append([]int(nil), rounds...), q)
+}
+
+// quantileOf is roundQuantile over sizes, which it sorts.
+func quantileOf(sizes []int, q float64) int {
+	sort.Ints(sizes)
+	return quantileSorted(sizes, q)
+}
+
+// quantileSorted is roundQuantile over sizes sorted.
+func quantileSorted(sizes []int, q float64) int {
+	if len(sizes) == 0 {
 		return 0
 	}
-	sorted := append([]int(nil), rounds...)
-	sort.Ints(sorted)
-	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
-	rank = max(0, min(rank, len(sorted)-1))
-	return sorted[rank]
+	rank := int(math.Ceil(q*float64(len(sizes)))) - 1
+	rank = max(0, min(rank, len(sizes)-1))
+	return sizes[rank]
 }
 
 // tailBudget is B = min(αW, max(B_min, K·quantile_q(R))) (paper §2.4).

@@ -15,11 +15,12 @@ import (
 
 // chatCompletions is POST /v1/chat/completions.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, tenant string) {
-	body, err := s.readBody(w, r)
+	body, release, err := s.readChatBody(w, r)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatChat, err)
 		return
 	}
+	defer release() // req shares the body's memory, the conversation does not
 	conv, req, err := s.chats.Read(body)
 	if err != nil {
 		s.fail(w, r, hippocam.FormatChat, err)

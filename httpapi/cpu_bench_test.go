@@ -62,6 +62,12 @@ type cpuRig struct {
 	store            *sqlite.DB
 	tok              hippocam.Tokenizer
 	upCalls, upBytes atomic.Int64
+	// head is the request body up to the end of the last message sent so far (sent of the
+	// history), tail what follows the messages: the harness encodes each message once, so
+	// that its own garbage does not set off the collections it measures.
+	head, tail []byte
+	sent       int
+	buf        []byte // the last body, reused for the next
 }
 
 // instantJanus and instantAnswer are the upstream's two answers.
@@ -183,9 +189,16 @@ func (r *cpuRig) send(tb testing.TB, name string, history []wire.ChatMessage, cp
 		b.StopTimer()
 	}
 	msgs := append(history, wire.ChatMessage{Role: "user", Content: wire.StringContent(fmt.Sprintf("Step %d: what next?", len(history)))})
-	body, err := json.Marshal(wire.ChatRequest{Model: "m", Messages: append([]wire.ChatMessage{cpuFraming}, msgs...), Tools: cpuTools})
-	if err != nil {
-		tb.Fatal(err)
+	body := r.body(tb, msgs)
+	if r.sent == len(history) && len(history) > 0 && cpu == nil {
+		// The untimed request checks that the body is the one json.Marshal writes.
+		want, err := json.Marshal(wire.ChatRequest{Model: "m", Messages: append([]wire.ChatMessage{cpuFraming}, msgs...), Tools: cpuTools})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !bytes.Equal(body, want) {
+			tb.Fatalf("the body built message by message is not json.Marshal's")
+		}
 	}
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -210,6 +223,33 @@ func (r *cpuRig) send(tb testing.TB, name string, history []wire.ChatMessage, cp
 		tb.Fatalf("answer %q", text)
 	}
 	return append(msgs, out.Choices[0].Message)
+}
+
+// body returns the request body for msgs, which extend those of the previous call by at most
+// their last one: the messages not sent before are encoded and kept, the last one too when it
+// is not the new user message. The body is valid until the next call (the proxy keeps nothing
+// of a body once it has answered).
+func (r *cpuRig) body(tb testing.TB, msgs []wire.ChatMessage) []byte {
+	tb.Helper()
+	encode := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	if r.head == nil {
+		// Split json.Marshal's body of a request with the framing alone around its messages' end.
+		only := encode(wire.ChatRequest{Model: "m", Messages: []wire.ChatMessage{cpuFraming}, Tools: cpuTools})
+		end := bytes.Index(only, encode(cpuFraming)) + len(encode(cpuFraming))
+		r.head, r.tail = only[:end:end], only[end:]
+	}
+	for ; r.sent < len(msgs)-1; r.sent++ {
+		r.head = append(append(r.head, ','), encode(msgs[r.sent])...)
+	}
+	last := encode(msgs[len(msgs)-1])
+	r.buf = append(append(append(append(r.buf[:0], r.head...), ','), last...), r.tail...)
+	return r.buf
 }
 
 // processCPU returns the user and system CPU time the process has used.

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hippocam/hippocam"
@@ -37,10 +39,59 @@ const (
 // errTooLarge marks the EINVALID error of a request body over the bound (a 413).
 var errTooLarge = errors.New("request body too large")
 
+// bodyBuffers holds the buffers of chat request bodies for reuse (readChatBody): an agent of a
+// long session resends a megabyte or more with every request, and reading each into fresh
+// memory made a good part of the proxy's garbage. Buffers larger than maxPooledBody are left
+// to the collector.
+var bodyBuffers sync.Pool // of *[]byte
+
+const maxPooledBody = 32 << 20
+
+// poisonBodies, set by tests, overwrites a pooled body when it is released, so that anything
+// that kept a piece of it shows.
+var poisonBodies atomic.Bool
+
+// readChatBody is readBody into a pooled buffer. release gives the buffer back: call it once
+// the handler is done with the body and with everything read from it that shares its memory
+// (a ChatReader's conversation does not; its ChatRequest's raw values do).
+func (s *Server) readChatBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	var buf *[]byte
+	if b, ok := bodyBuffers.Get().(*[]byte); ok {
+		buf = b
+	} else {
+		buf = new([]byte)
+	}
+	release = func() {
+		if cap(*buf) > maxPooledBody {
+			return
+		}
+		if poisonBodies.Load() {
+			full := (*buf)[:cap(*buf)]
+			for i := range full {
+				full[i] = 'X'
+			}
+		}
+		*buf = (*buf)[:0]
+		bodyBuffers.Put(buf)
+	}
+	b := bytes.NewBuffer((*buf)[:0])
+	body, err = s.readInto(b, w, r)
+	*buf = b.Bytes()[:0]
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return body, release, nil
+}
+
 // readBody reads a request body within the configured bound. EINVALID when it is too large (with
 // errTooLarge as its cause) or cannot be read.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	var buf bytes.Buffer
+	return s.readInto(new(bytes.Buffer), w, r)
+}
+
+// readInto is readBody into buf.
+func (s *Server) readInto(buf *bytes.Buffer, w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if n := r.ContentLength; n > 0 {
 		buf.Grow(int(min(n, s.cfg.MaxBodyBytes) + 1)) // one allocation for a body of known size
 	}

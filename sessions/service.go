@@ -401,9 +401,10 @@ func (s *Service) read(req *Request) (*history, error) {
 	if len(h.hashes) != len(conv.Messages)+1 {
 		h.hashes = hippocam.TranscriptChain("", conv.Messages)
 	}
-	for i := range conv.Messages {
+	for i := len(conv.Messages) - 1; i >= 0; i-- { // the last assistant message, near the end
 		if conv.Messages[i].Role == hippocam.RoleAssistant {
 			h.seen = i + 1
+			break
 		}
 	}
 	return h, nil
@@ -436,16 +437,18 @@ func checkConversation(conv *hippocam.Conversation) error {
 			return hippocam.Errorf(hippocam.EINVALID, "the tool name %q is reserved by Hippocam", t.Name)
 		}
 	}
-	open := map[string]bool{}
-	for i, m := range conv.Messages {
+	var open []string // the calls of the last answer not answered yet, each once: a few at most
+	for i := range conv.Messages {
+		m := &conv.Messages[i]
 		switch m.Role {
 		case hippocam.RoleTool:
-			if !open[m.ToolCallID] {
+			k := slices.Index(open, m.ToolCallID)
+			if k < 0 {
 				return hippocam.Errorf(hippocam.EINVALID, "message %d: the tool result for %q answers no tool call of the assistant message before it", i, m.ToolCallID)
 			}
-			delete(open, m.ToolCallID)
+			open = slices.Delete(open, k, k+1)
 		case hippocam.RoleAssistant:
-			clear(open)
+			open = open[:0]
 			for _, c := range m.ToolCalls {
 				if c.ID == "" {
 					return hippocam.Errorf(hippocam.EINVALID, "message %d: a tool call has no id", i)
@@ -453,10 +456,12 @@ func checkConversation(conv *hippocam.Conversation) error {
 				if strings.TrimSpace(c.Name) == "" {
 					return hippocam.Errorf(hippocam.EINVALID, "message %d: tool call %q names no tool", i, c.ID)
 				}
-				open[c.ID] = true
+				if !slices.Contains(open, c.ID) {
+					open = append(open, c.ID)
+				}
 			}
 		default:
-			clear(open)
+			open = open[:0]
 		}
 	}
 	if last := conv.Messages[len(conv.Messages)-1]; last.Role == hippocam.RoleAssistant {

@@ -30,11 +30,7 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	now := db.now()
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		// Bump the version first: the row is the commit's claim on the session.
-		res, err := tx.ExecContext(ctx, `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
-			rounds = ?, usage = ?, consolidations = ?, transcript = ?, pending = ?, head = ?, prev_head = ?, fork = ?, client = ?, depth = ?,
-			messages = messages + ?, updated_at = ?
-			WHERE tenant = ? AND id = ? AND version = ? AND uid = ?`,
-			s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, snap.Pending,
+		res, err := db.inTx(ctx, tx, commitUpdate).ExecContext(ctx, s.Seq, snap.Stack, snap.StackLog, snap.Rounds, snap.Usage, snap.Consolidations, snap.Transcript, snap.Pending,
 			s.Transcript.Hash, s.Transcript.PrevHash, sqlstore.ForkColumn(s), sqlstore.ClientColumn(s), len(s.Stack),
 			sqlstore.ContextGrowth(ch.Ops), now.UnixMicro(), s.Tenant, s.ID, ch.From, s.UID)
 		if err != nil {
@@ -45,7 +41,7 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 		} else if n == 0 {
 			return versionError(ctx, tx, s, ch.From)
 		}
-		if err := sqlstore.Apply(ctx, &commitTx{tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops); err != nil {
+		if err := sqlstore.Apply(ctx, &commitTx{db: db, tx: tx, tenant: s.Tenant, session: s.ID}, ch.Ops); err != nil {
 			return err
 		}
 		return enqueueJobs(ctx, tx, s.Tenant, s.ID, ch.Jobs, now)
@@ -59,6 +55,12 @@ func (db *DB) Commit(ctx context.Context, s *hippocam.Session, ch hippocam.Chang
 	s.Version, s.UpdatedAt = ch.From+1, now
 	return nil
 }
+
+// commitUpdate bumps the session's version and stores its snapshot fields.
+const commitUpdate = `UPDATE sessions SET version = version + 1, seq = ?, stack = ?, stack_log = ?,
+	rounds = ?, usage = ?, consolidations = ?, transcript = ?, pending = ?, head = ?, prev_head = ?, fork = ?, client = ?, depth = ?,
+	messages = messages + ?, updated_at = ?
+	WHERE tenant = ? AND id = ? AND version = ? AND uid = ?`
 
 // versionError tells a session that is gone (ENOTFOUND) from one at another version or created
 // again since s was loaded (ECONFLICT).
@@ -79,16 +81,26 @@ func versionError(ctx context.Context, tx *sql.Tx, s *hippocam.Session, from int
 
 // commitTx is sqlstore.Tx in SQLite: one commit's statements against one session's messages.
 type commitTx struct {
+	db              *DB
 	tx              *sql.Tx
 	tenant, session string
 }
+
+// The statements of a commit that Open prepares (hotStatements).
+const (
+	contextEndQuery = `SELECT pos + 1 FROM messages WHERE tenant = ? AND session_id = ? AND parent = ''
+		ORDER BY pos DESC LIMIT 1`
+	insertMessage = `INSERT INTO messages (tenant, session_id, parent, pos, ` + sqlstore.MessageColumns + `)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, session_id, id) DO NOTHING`
+	insertSearch = `INSERT INTO message_search (rowid, scope, body) VALUES (?, ?, ?)`
+)
 
 // ContextEnd orders by position and takes the last rather than asking for MAX, which the
 // planner may answer by scanning the whole context.
 func (c *commitTx) ContextEnd(ctx context.Context) (int64, error) {
 	var next int64
-	err := c.tx.QueryRowContext(ctx, `SELECT pos + 1 FROM messages WHERE tenant = ? AND session_id = ? AND parent = ''
-		ORDER BY pos DESC LIMIT 1`, c.tenant, c.session).Scan(&next)
+	err := c.db.inTx(ctx, c.tx, contextEndQuery).QueryRowContext(ctx, c.tenant, c.session).Scan(&next)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -100,10 +112,7 @@ func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent strin
 	if err != nil {
 		return false, err
 	}
-	res, err := c.tx.ExecContext(ctx, `INSERT INTO messages (tenant, session_id, parent, pos, `+sqlstore.MessageColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (tenant, session_id, id) DO NOTHING`,
-		append([]any{c.tenant, c.session, parent, pos}, args...)...)
+	res, err := c.db.inTx(ctx, c.tx, insertMessage).ExecContext(ctx, append([]any{c.tenant, c.session, parent, pos}, args...)...)
 	if err != nil {
 		return false, err
 	}
@@ -118,8 +127,7 @@ func (c *commitTx) Insert(ctx context.Context, m *hippocam.Message, parent strin
 		return false, err
 	}
 	// The index row goes in with the message, in the commit's transaction.
-	_, err = c.tx.ExecContext(ctx, `INSERT INTO message_search (rowid, scope, body) VALUES (?, ?, ?)`,
-		seq, searchScope(c.tenant, c.session), hippocam.SearchText(m))
+	_, err = c.db.inTx(ctx, c.tx, insertSearch).ExecContext(ctx, seq, searchScope(c.tenant, c.session), hippocam.SearchText(m))
 	return err == nil, err
 }
 

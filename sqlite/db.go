@@ -54,6 +54,35 @@ type DB struct {
 
 	write *sql.DB // one connection, IMMEDIATE transactions
 	read  *sql.DB // read-only connections
+	// stmts holds the statements every request runs, prepared by Open (stmt).
+	stmts map[string]*sql.Stmt
+}
+
+// hotStatements are the statements every request runs: the version check and a commit's. SQLite
+// takes longer to parse them than to run them, so Open prepares them once, on the write
+// connection or the read pool (versionQuery).
+var hotStatements = []string{versionQuery, commitUpdate, contextEndQuery, insertMessage, insertSearch}
+
+// prepare prepares hotStatements.
+func (db *DB) prepare(ctx context.Context) error {
+	db.stmts = map[string]*sql.Stmt{}
+	for _, q := range hotStatements {
+		pool := db.write
+		if q == versionQuery {
+			pool = db.read
+		}
+		st, err := pool.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("sqlite: prepare: %w", err)
+		}
+		db.stmts[q] = st
+	}
+	return nil
+}
+
+// inTx runs one of hotStatements in tx, prepared.
+func (db *DB) inTx(ctx context.Context, tx *sql.Tx, query string) *sql.Stmt {
+	return tx.StmtContext(ctx, db.stmts[query])
 }
 
 // New returns a DB for the file at path. It does no I/O; call Open.
@@ -100,7 +129,7 @@ func (db *DB) Open(ctx context.Context) (err error) {
 	if err := db.read.PingContext(ctx); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", db.Path, err)
 	}
-	return nil
+	return db.prepare(ctx)
 }
 
 // dsn returns the driver's connection string for the file, with the pragmas every connection
@@ -129,6 +158,10 @@ func (db *DB) synchronous() string {
 // Close closes the database. It is safe to call on a DB that did not open.
 func (db *DB) Close() error {
 	var errs []error
+	for _, st := range db.stmts {
+		errs = append(errs, st.Close())
+	}
+	db.stmts = nil
 	for _, c := range []*sql.DB{db.read, db.write} {
 		if c != nil {
 			errs = append(errs, c.Close())

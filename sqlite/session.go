@@ -123,11 +123,14 @@ func (db *DB) FindSessions(ctx context.Context, tenant, hash string) ([]string, 
 	return ids, rows.Err()
 }
 
+// versionQuery reads a session's version and creation identity (prepared by Open).
+const versionQuery = `SELECT version, uid FROM sessions WHERE tenant = ? AND id = ?`
+
 // SessionVersion returns the stored session's version and UID. ENOTFOUND if none.
 func (db *DB) SessionVersion(ctx context.Context, tenant, id string) (int64, string, error) {
 	var version int64
 	var uid string
-	err := db.read.QueryRowContext(ctx, `SELECT version, uid FROM sessions WHERE tenant = ? AND id = ?`, tenant, id).Scan(&version, &uid)
+	err := db.stmts[versionQuery].QueryRowContext(ctx, tenant, id).Scan(&version, &uid)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", sqlstore.SessionNotFound(id)
 	} else if err != nil {

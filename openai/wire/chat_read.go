@@ -30,21 +30,27 @@ func ReadChatRequest(body []byte) (*hippocam.Conversation, *ChatRequest, error) 
 // readChat is ReadChatRequest, taking from bases (earlier requests) the leading messages they
 // share with body byte for byte. The chatReader says how many it took, and from which.
 func readChat(body []byte, bases []*readRequest) (*hippocam.Conversation, *ChatRequest, *chatReader, error) {
-	if err := hippocam.CheckText(body); err != nil {
-		return nil, nil, nil, err
-	}
-	r := &chatReader{conv: &hippocam.Conversation{Format: hippocam.FormatChat, Store: true}, bases: bases}
+	r := &chatReader{conv: &hippocam.Conversation{Format: hippocam.FormatChat, Store: true}, bases: bases, body: body}
 	if len(bases) == 0 {
 		r.bases = nil
 	}
 	req := new(ChatRequest)
 	d := decoder{scanner: scanner{data: body}, share: true, sink: r}
 	if d.ws(); !d.request(req) || !d.end() {
+		if err := hippocam.CheckText(body); err != nil {
+			return nil, nil, nil, err
+		}
 		var err error
 		if req, r, err = readSlow(body); err != nil {
 			return nil, nil, nil, err
 		}
+	} else if hippocam.CheckText(body[:r.skipFrom]) != nil || hippocam.CheckText(body[r.skipTo:]) != nil {
+		// The messages reused were checked when first read, as parts of a body that passed:
+		// the text around them is checked now (and, when it fails, the whole body, for the
+		// error it reports).
+		return nil, nil, nil, hippocam.CheckText(body)
 	}
+	r.done()
 	if r.n == 0 {
 		return nil, nil, nil, hippocam.Errorf(hippocam.EINVALID, "messages must be a non-empty array")
 	}
@@ -143,6 +149,20 @@ type chatReader struct {
 	// bases are the earlier requests that have every message reused so far, same messages.
 	bases []*readRequest
 	same  int
+	// all is the framing, then the messages, in one array (the conversation's are views of it);
+	// framing counts the first. The same messages reused enter it at once, before the first
+	// message read (from): in place in the array of a base that this request continues, when
+	// no other request claimed the room after it (claimed), else copied. hint is the expected
+	// count.
+	all     []hippocam.Message
+	framing int
+	from    *readRequest
+	claimed bool
+	hint    int
+	// body is the body read; skipFrom and skipTo bound the bytes of the messages reused in it (none:
+	// both 0), which readChat does not check again.
+	body             []byte
+	skipFrom, skipTo int
 }
 
 // reuse takes the next message from the bases that have it at the same place, when rest starts
@@ -153,10 +173,10 @@ func (r *chatReader) reuse(rest []byte) int {
 	i := r.n
 	live, n := r.bases[:0], 0
 	for _, b := range r.bases {
-		if i >= b.msgs.n {
+		if i >= len(b.msgs) {
 			continue
 		}
-		raw := b.msgs.at(i).Origin.Raw
+		raw := b.msgs[i].Origin.Raw
 		if len(rest) > len(raw) && string(rest[:len(raw)]) == raw && separates(rest[len(raw)]) {
 			live, n = append(live, b), len(raw)
 		}
@@ -167,7 +187,11 @@ func (r *chatReader) reuse(rest []byte) int {
 	r.bases = live
 	r.n++
 	r.same++
-	r.take(*live[0].msgs.at(i))
+	at := len(r.body) - len(rest)
+	if r.same == 1 {
+		r.skipFrom = at
+	}
+	r.skipTo = at + n
 	return n
 }
 
@@ -181,22 +205,56 @@ func separates(c byte) bool {
 func (r *chatReader) expect(count func() int) {
 	n := 0
 	for _, b := range r.bases {
-		n = max(n, b.msgs.n+16)
+		n = max(n, len(b.msgs)+16)
 	}
 	if n == 0 {
 		n = count()
 	}
-	r.conv.Messages = make([]hippocam.Message, 0, n)
+	r.hint = n
 }
+
+// takeSame puts the same messages reused into all: the base's own array, extended from there on,
+// when this request continues all of the base and is the first to claim the room after it.
+func (r *chatReader) takeSame() {
+	if r.all != nil || r.same == 0 {
+		return
+	}
+	b := r.bases[0]
+	r.from = b
+	if r.same == len(b.msgs) && b.room.CompareAndSwap(false, true) {
+		r.all, r.claimed = b.msgs, true
+	} else {
+		r.all = append(make([]hippocam.Message, 0, max(r.hint, r.same)+readRoom(r.hint)), b.msgs[:r.same]...)
+	}
+	r.framing = min(r.same, b.framing)
+	r.message = r.same > b.framing
+}
+
+// readRoom is the spare room an array of n messages gets, so that the requests that resend it
+// with more append to it in place for a while.
+func readRoom(n int) int { return 16 + n/8 }
 
 // take appends m to the framing or the messages.
 func (r *chatReader) take(m hippocam.Message) {
+	r.takeSame()
+	if r.all == nil {
+		r.all = make([]hippocam.Message, 0, r.hint+readRoom(r.hint))
+	}
+	r.all = append(r.all, m)
 	if !r.message && m.Role == hippocam.RoleSystem {
-		r.conv.Framing = append(r.conv.Framing, m)
+		r.framing++
 		return
 	}
 	r.message = true
-	r.conv.Messages = append(r.conv.Messages, m)
+}
+
+// done sets the conversation's framing and messages, views of all that no append can reach.
+func (r *chatReader) done() {
+	r.takeSame()
+	if r.framing > 0 {
+		r.conv.Framing = r.all[:r.framing:r.framing]
+	}
+	r.conv.Messages = r.all[r.framing:len(r.all):len(r.all)]
 }
 
 // add reads the message c, whose exact bytes are raw.

@@ -230,11 +230,17 @@ func TestChatReaderMatchesReadChatRequest(t *testing.T) {
 		case 2:
 			return fmt.Sprintf(`{"role":"assistant","content":%s}`, g.pick(`"done"`, `"<b>"`, `null`))
 		}
+		if g.p(0.02) { // text the reader must refuse, after messages it reuses
+			return fmt.Sprintf(`{"role":"user","content":%s}`, g.pick("\"\xff\"", `"\ud800"`, `"\udc00x"`,
+				"[{\"type\":\"text\",\"text\":\"\xff\"}]", `[{"type":"text","text":"\ud800"}]`, `"ok","cache":{"k":"\udc00"}`))
+		}
 		return fmt.Sprintf(`{"role":"user","content":%s}`, g.pick(`"hi"`, `"h\u0069"`, `[{"type":"text","text":"hi"}]`, `"step"`, `"<&>"`))
 	}
 	framings := []string{``, `{"role":"system","content":"Be brief."},`, `{"role":"developer","content":"Be brief."},{"role":"system","content":"x"},`}
 	for _, room := range []int{0, 10, 1000, 100000} {
 		r := NewChatReader(room)
+		type read struct{ got, want *hippocam.Conversation }
+		var reads []read // every conversation read, to check at the end that none changed since
 		sessions := make([][]string, 3)
 		framing := make([]string, 3)
 		for range 1500 {
@@ -262,15 +268,25 @@ func TestChatReaderMatchesReadChatRequest(t *testing.T) {
 			if fmt.Sprint(errGot) != fmt.Sprint(errWant) {
 				t.Fatalf("room %d: Read(%s):\nerror %v\nwant  %v", room, body, errGot, errWant)
 			}
+			if terr := hippocam.CheckText([]byte(body)); terr != nil && fmt.Sprint(errGot) != fmt.Sprint(terr) {
+				t.Fatalf("room %d: Read(%s):\nerror %v\nwant  %v", room, body, errGot, terr)
+			}
 			if errGot != nil {
 				continue
 			}
-			if chain := hippocam.TranscriptChain("", got.Messages); !reflect.DeepEqual(got.Hashes, chain) {
+			chain := hippocam.TranscriptChain("", got.Messages)
+			if !reflect.DeepEqual(got.Hashes, chain) {
 				t.Fatalf("room %d: Read(%s): hashes\n%q\nwant %q", room, body, got.Hashes, chain)
 			}
-			got.Hashes = nil
+			want.Hashes = chain
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("room %d: Read(%s):\ngot  %#v\nwant %#v", room, body, got, want)
+			}
+			reads = append(reads, read{got, want})
+		}
+		for i, rd := range reads {
+			if !reflect.DeepEqual(rd.got, rd.want) {
+				t.Fatalf("room %d: the conversation of read %d changed after later reads", room, i)
 			}
 		}
 		if r.kept > room || (room >= 1000 && len(r.recent) == 0) {

@@ -3,6 +3,7 @@ package wire
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hippocam/hippocam"
 )
@@ -23,11 +24,15 @@ type ChatReader struct {
 	recent []*readRequest // most recently read last
 }
 
-// readRequest is what a ChatReader keeps of one request. It never changes once made.
+// readRequest is what a ChatReader keeps of one request. What it holds never changes once made;
+// the room after msgs and hashes (their spare capacity) belongs to the first request read that
+// continues this one and claims it (room), which appends its own messages and hashes there
+// instead of copying them.
 type readRequest struct {
-	msgs    chunks[hippocam.Message] // the framing, then the conversation's messages
+	msgs    []hippocam.Message // the framing, then the conversation's messages
 	framing int
 	hashes  []string // hippocam.TranscriptChain("", the conversation's messages)
+	room    atomic.Bool
 }
 
 // NewChatReader returns a reader that remembers requests holding up to maxMessages messages in
@@ -46,30 +51,24 @@ func (c *ChatReader) Read(body []byte) (*hippocam.Conversation, *ChatRequest, er
 	if err != nil {
 		return nil, nil, err
 	}
-	var base *readRequest
+	base := r.from
 	known := 0 // leading conversation messages whose hashes base has
-	if r.same > 0 {
-		base = r.bases[0]
+	if base != nil {
 		known = max(0, r.same-base.framing)
 	}
-	hashes := make([]string, 1, len(conv.Messages)+1)
-	if known > 0 {
-		hashes = append(hashes[:0], base.hashes[:known+1]...)
+	var hashes []string
+	switch {
+	case r.claimed:
+		hashes = base.hashes // its room is this request's too
+	case known > 0:
+		hashes = append(make([]string, 0, len(conv.Messages)+1+readRoom(len(conv.Messages))), base.hashes[:known+1]...)
+	default:
+		hashes = make([]string, 1, len(conv.Messages)+1+readRoom(len(conv.Messages)))
 	}
 	hashes = append(hashes, hippocam.TranscriptChain(hashes[known], conv.Messages[known:])[1:]...)
-	conv.Hashes = hashes
+	conv.Hashes = hashes[:len(hashes):len(hashes)]
 
-	next := &readRequest{framing: len(conv.Framing), hashes: slices.Clip(slices.Clone(hashes))}
-	if base != nil {
-		next.msgs.share(&base.msgs, r.same)
-	}
-	for i := r.same; i < len(conv.Framing)+len(conv.Messages); i++ {
-		if i < len(conv.Framing) {
-			next.msgs.add(conv.Framing[i])
-		} else {
-			next.msgs.add(conv.Messages[i-len(conv.Framing)])
-		}
-	}
+	next := &readRequest{msgs: r.all, framing: len(conv.Framing), hashes: hashes}
 	c.keep(next, base, r.same)
 	return conv, req, nil
 }
@@ -77,21 +76,21 @@ func (c *ChatReader) Read(body []byte) (*hippocam.Conversation, *ChatRequest, er
 // keep records next, read with its first same messages taken from base (nil: none). A request
 // that carries on from base takes its place: the agent will not resend the older history.
 func (c *ChatReader) keep(next, base *readRequest, same int) {
-	if c.max == 0 || next.msgs.n > c.max {
+	if c.max == 0 || len(next.msgs) > c.max {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if base != nil && 2*same >= base.msgs.n {
+	if base != nil && 2*same >= len(base.msgs) {
 		if i := slices.Index(c.recent, base); i >= 0 {
-			c.kept -= base.msgs.n
+			c.kept -= len(base.msgs)
 			c.recent = slices.Delete(c.recent, i, i+1)
 		}
 	}
 	c.recent = append(c.recent, next)
-	c.kept += next.msgs.n
+	c.kept += len(next.msgs)
 	for c.kept > c.max {
-		c.kept -= c.recent[0].msgs.n
+		c.kept -= len(c.recent[0].msgs)
 		c.recent = slices.Delete(c.recent, 0, 1)
 	}
 }
