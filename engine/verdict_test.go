@@ -48,6 +48,21 @@ func (h *heldJanus) Complete(ctx context.Context, req *hippocam.Request) (*hippo
 	return h.inner.Complete(ctx, req)
 }
 
+// shownToSecond is the text of every message the second JANUS call was shown.
+func (h *heldJanus) shownToSecond(t *testing.T) string {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.janus) < 2 {
+		t.Fatalf("%d JANUS calls", len(h.janus))
+	}
+	var shown []string
+	for _, msg := range h.janus[1].Messages {
+		shown = append(shown, msg.Content)
+	}
+	return strings.Join(shown, "\n")
+}
+
 // With JANUS beside the answer (the default), a step answers while its JANUS call is still
 // running; the verdict applies at the session's next step, after that step's new messages: the
 // intents it opens begin with the answer the step gave (so their spans hold the work that
@@ -149,16 +164,7 @@ func TestJanusBesideFailureReviewedAgain(t *testing.T) {
 	if s := c.session(); len(s.Stack) != 1 || s.Stack[0].Label != "Write the report" {
 		t.Fatalf("stack %v, want the intent the failed call missed", s.Stack)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.janus) < 2 {
-		t.Fatalf("%d JANUS calls", len(m.janus))
-	}
-	var shown []string
-	for _, msg := range m.janus[1].Messages {
-		shown = append(shown, msg.Content)
-	}
-	if !strings.Contains(strings.Join(shown, "\n"), "#open Write the report") {
+	if shown := m.shownToSecond(t); !strings.Contains(shown, "#open Write the report") {
 		t.Fatalf("the second JANUS call was not shown the request the first one missed: %q", shown)
 	}
 }
@@ -319,16 +325,7 @@ func TestJanusBesideWaitIsBounded(t *testing.T) {
 		t.Fatalf("verdict %q, stack %v: want the held verdict applied", third.Verdict, third.Session.Stack)
 	}
 	c.mustUser("!say more")
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.janus) < 2 {
-		t.Fatalf("%d JANUS calls", len(m.janus))
-	}
-	var shown []string
-	for _, msg := range m.janus[1].Messages {
-		shown = append(shown, msg.Content)
-	}
-	if !strings.Contains(strings.Join(shown, "\n"), "facts := 1") {
+	if shown := m.shownToSecond(t); !strings.Contains(shown, "facts := 1") {
 		t.Fatalf("the next JANUS call was not shown the step that went without a verdict: %q", shown)
 	}
 	c.checkLossless()
