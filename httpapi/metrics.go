@@ -79,7 +79,7 @@ func NewMetrics() *Metrics {
 	m.lag = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_consolidation_lag_steps",
 		Help: "Steps that answered with consolidation left by earlier steps still pending (its count), by how many steps behind the oldest pending work was, this one included.", Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 32}})
 	m.verdicts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_janus_verdicts_total",
-		Help: "JANUS verdicts by what the step that took them did: applied (the stack changed), skip, failed (stack unchanged), dropped (the session had moved on; judged again). With --janus beside a step takes the verdict its session's previous step left."}, []string{"result"})
+		Help: "JANUS verdicts by what the step that took them did: applied (the stack changed), skip, failed (stack unchanged), dropped (the session had moved on; judged again), pending (not in within --janus-wait; applied at a later step). With --janus beside a step takes the verdict its session's previous step left."}, []string{"result"})
 	m.verdictWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hippocam_janus_verdict_wait_seconds",
 		Help: "Time steps waited for the JANUS verdict their session's previous step left (--janus beside), observed for steps that waited.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)})
 	m.jobs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hippocam_jobs_total",
