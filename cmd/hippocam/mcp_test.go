@@ -40,7 +40,8 @@ func TestMCPEndToEnd(t *testing.T) {
 	upstream := "http://" + simAddr + "/v1"
 	start(t, upstream+"/models", "sim", "--addr", simAddr)
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", db, "--upstream", upstream, "--context-window", "8000",
-		"--model", "hippocam-sim", "--learn", "routed", "--keys", keys)
+		"--model", "hippocam-sim", "--learn", "routed", "--keys", keys,
+		"--janus", "gate") // each task's close is consolidated in its own step, before the search
 	api := &restClient{t: t, base: "http://" + addr}
 
 	const task = "#route lessons | shop visits\nVisit the shop\ntags: shop weekly\ndecide greeting: formal | casual | brief"
