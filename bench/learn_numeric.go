@@ -55,8 +55,8 @@ func NumericFamilies() []LearnFamily {
 	}
 }
 
-// NumericConditions are the conditions the numeric suite runs by default: the ones issue 12
-// compares (lessons and best-of-n have nothing to work on without decisions).
+// NumericConditions are the conditions the numeric suite runs by default: the ones its targets
+// compare (lessons and best-of-n have nothing to work on without decisions).
 var NumericConditions = []string{"stateless", "global-icl", "routed-icl", "routed-cl", "ground-truth"}
 
 // FamilyOf is the family of a hidden source: the part before a slash, the whole source when

@@ -6,7 +6,7 @@ import (
 )
 
 // The per-family side of the learning report: each family's own learning curve, the numeric
-// suite's targets (issue 12), and two plots: reward per family and condition, and a family's
+// suite's targets, and two plots: reward per family and condition, and a family's
 // reward over its own tasks.
 
 // FamilyCurveWindow is how many scored tasks of a family each point of its curve averages.
@@ -51,7 +51,7 @@ func familyCurves(tasks []taskOutline, rewards []float64, window int) map[string
 	return out
 }
 
-// numericTargets checks the summary against issue 12's numeric targets: routed-cl above
+// numericTargets checks the summary against the numeric targets: routed-cl above
 // routed-icl on every numeric family, and above stateless. A target whose conditions did not
 // run is left out.
 func numericTargets(sums []LearnSummary) []LearnTarget {

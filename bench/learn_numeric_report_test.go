@@ -139,7 +139,7 @@ func TestNumericTargets(t *testing.T) {
 }
 
 // TestNumericReport: the numeric suite's report names its families and their curves, lists
-// issue 12's targets (not issue 10's), and writes the family plots.
+// the numeric suite's targets (not the decisions suite's), and writes the family plots.
 func TestNumericReport(t *testing.T) {
 	rep := &LearnReport{Config: LearnConfig{Suite: SuiteNumeric, Conditions: []string{"stateless", "routed-icl", "routed-cl"}}.withDefaults()}
 	tasks, err := GenerateNumericStream(1, 12)

@@ -68,7 +68,7 @@ type LearnRouting struct {
 	Stateless float64 `json:"stateless"`
 }
 
-// LearnTarget is one target of issue 10 and how this run did against it.
+// LearnTarget is one target of the learning benchmark and how this run did against it.
 type LearnTarget struct {
 	Target string `json:"target"`
 	Got    string `json:"got"`

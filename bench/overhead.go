@@ -834,7 +834,7 @@ const recallLoadBatch = 20_000
 // recallLeafContent is an archived raw message's text: about the size of a short tool result.
 var recallLeafContent = strings.Repeat("a line of tool output, with ünïcode; ", 12)
 
-// The provider run (`hippocam bench overhead`, issue 9): the agentic workload's steps replayed,
+// The provider run (`hippocam bench overhead`): the agentic workload's steps replayed,
 // streamed, through Hippocam and through the bare proxy at once, in front of one simulated
 // upstream that answers at a hosted provider's pace. Every request is timed at the client to its
 // first content byte and to its end; the proxy's /metrics say how often a step waited for

@@ -1,6 +1,6 @@
 package engine
 
-// Traceability of the prompts (issue 8, item 6). The role prompts in prompts/ are our own text:
+// Traceability of the prompts. The role prompts in prompts/ are our own text:
 // they state every rule of seed 000 appendix B.2 (B.2.1 for JANUS, B.2.2 for PRECIP, B.2.3 for
 // PALIM, B.2.4 for the memory instructions of the main model) in fresh wording, sharing no run of
 // five words with the seed (checked with a five-word overlap scan). promptRules is the table
@@ -9,7 +9,8 @@ package engine
 // still where the table says. A rule is named by its B.2 part (that part's heading in the
 // appendix) and a short description in our words. A few rows come from beyond B.2: the guidance
 // JANUS writes (seed 000 §2.2), recall exchanges reinforced by PRECIP, impressions and search
-// (ARCHITECTURE.md §3), and revisions that win visibly (issue 8, item 5).
+// (docs/architecture.md), and revisions that win visibly: a later statement supersedes an
+// earlier one, and the memories say so.
 //
 // Deliberate departures from B.2, all of them of form, not of rules:
 //   - Names: neither the trigger phrases nor the mythological role names are used; components
@@ -111,8 +112,8 @@ var promptRules = []promptRule{
 	{"B.2.2 Narrowing", "excerpts, not summaries, of concrete content", "precip.txt", "Never", "Summarise concrete content: excerpt it"},
 	{"B.2.2 Narrowing", "every fact keeps its tie to the work it came from", "precip.txt", "Never", "State a fact apart from its origin"},
 	{"B.2.2 Narrowing", "it writes the memory and does not take the assistant's turn", "precip.txt", "Never", "Take the assistant's turn"},
-	// beyond B.2 (ARCHITECTURE.md §3, issue 8)
-	{"ARCHITECTURE.md §3 (use reinforces)", "recall exchanges: keep only what the answer drew on, never a superseded value", "precip.txt", "Recalled material", "keep only what the answer to that question drew on"},
+	// beyond B.2: Hippocam's own rules (docs/architecture.md)
+	{"Use reinforces (docs/architecture.md)", "recall exchanges: keep only what the answer drew on, never a superseded value", "precip.txt", "Recalled material", "keep only what the answer to that question drew on"},
 	// B.2.3 PALIM (palim.txt)
 	{"B.2.3 Role", "free knowledge from its episode, observing from outside", "palim.txt", "Your part", "free of the episodes it was learned in"},
 	{"B.2.3 Role", "never join, continue, extend or reply", "palim.txt", "Your part", "Never join it, carry it on, add to it or reply"},
@@ -120,8 +121,8 @@ var promptRules = []promptRule{
 	{"B.2.3 Instructions", "narrative is sized by undertakings", "palim.txt", "What you are given", "at the scale of an undertaking"},
 	{"B.2.3 Instructions", "knowledge is sized by single facts, with all identifying particulars", "palim.txt", "What you are given", "at the scale of a single fact"},
 	{"B.2.3 Instructions", "particulars live in knowledge only; narrative decays, knowledge survives", "palim.txt", "What you are given", "Particulars live in knowledge alone"},
-	// issue 8, item 5: revisions win visibly
-	{"issue 8 item 5", "later statements supersede earlier ones, across memories too", "palim.txt", "What you are given", "the later is current, even when both lie in earlier memories"},
+	// revisions win visibly
+	{"Revisions win visibly", "later statements supersede earlier ones, across memories too", "palim.txt", "What you are given", "the later is current, even when both lie in earlier memories"},
 	// B.2.3 PALIM (palim.txt)
 	{"B.2.3 Step 1", "read the span as the memory now available, whatever produced it; consolidate earlier memory again", "palim.txt", "Reading", "are consolidated again together with it"},
 	{"B.2.3 Step 2", "first-person narrative, related undertakings together", "palim.txt", "Narrative", "keeping related undertakings together"},
@@ -149,7 +150,7 @@ var promptRules = []promptRule{
 	{"B.2.3 Step 3", "good, bad and neutral", "palim.txt", "Evaluations", "neutral: it points neither way"},
 	{"B.2.3 Step 3", "describe, let the evaluation judge; not whether from a fix; neutral when unclear", "palim.txt", "Evaluations", "not whether a fix produced it"},
 	{"B.2.3 after the prompt", "evaluation is direction, not confidence or priority", "palim.txt", "Evaluations", "never expresses confidence"},
-	// beyond B.2 (ARCHITECTURE.md §3, issue 8)
+	// beyond B.2: Hippocam's own rules (docs/architecture.md)
 	{"ARCHITECTURE.md §3 (impressions)", "what is left out is named with the ref that holds it", "palim.txt", "Where details went", "keep an impression of it"},
 	// B.2.3 PALIM (palim.txt)
 	{"B.2.3 Step 4", "give narrative and surviving knowledge (write_prefix_memory)", "palim.txt", "Where details went", "Give the narrative and the surviving knowledge"},
@@ -161,8 +162,8 @@ var promptRules = []promptRule{
 	{"B.2.4 Memory", "narrative and knowledge registers", "agent.txt", "Your memory", "Narrative tells what you did"},
 	{"B.2.4 Memory", "good, bad, neutral; bad is one's own attempt, not a caution", "agent.txt", "Your memory", "not a warning from others but your own attempt"},
 	{"B.2.4 Memory", "tags are direction, not confidence", "agent.txt", "Your memory", "Tags give direction, not confidence"},
-	// issue 8, item 5: revisions win visibly
-	{"issue 8 item 5", "a later memory's statement supersedes an earlier memory's", "agent.txt", "Your memory", "Later memories supersede earlier ones"},
+	// revisions win visibly
+	{"Revisions win visibly", "a later memory's statement supersedes an earlier memory's", "agent.txt", "Your memory", "Later memories supersede earlier ones"},
 	// B.2.4 main model (agent.txt)
 	{"B.2.4 Learn from experience", "when to reflect: starting, resuming, choosing, surprises, stalls", "agent.txt", "Learn as you work", "When you start or resume an undertaking"},
 	{"B.2.4 Learn from experience", "connect knowledge across experiences", "agent.txt", "Learn as you work", "Link knowledge across experiences"},
@@ -173,7 +174,7 @@ var promptRules = []promptRule{
 	{"B.2.4 Recall with a purpose", "memory in view first; recall when a gap could change the answer", "agent.txt", "Recall and search", "Use the memory in view first"},
 	{"B.2.4 Recall with a purpose", "after every recall, judge the gap anew; descend only while it matters; stop when enough", "agent.txt", "Recall and search", "go deeper only while a gap that matters remains"},
 	{"B.2.4 Recall with a purpose", "when recall fails, other evidence or an admitted uncertainty", "agent.txt", "Recall and search", "seek other evidence or say what stays uncertain"},
-	// beyond B.2 (ARCHITECTURE.md §3, issue 8)
+	// beyond B.2: Hippocam's own rules (docs/architecture.md)
 	{"ARCHITECTURE.md §3 (search)", "search when nothing in view names the need, then recall the hit's ref", "agent.txt", "Recall and search", "search the session's archive"},
 	// B.2.4 main model (agent.txt)
 	{"B.2.4 Opening sources", "name the gap; memory is not a gap; edits update; untouched sources are unchanged", "agent.txt", "Before opening a source", "Name the gap it should fill"},

@@ -20,7 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Issue 13's check. Proxied tasks run through serve (learning routed, two tenants, the simulated
+// MCP end to end. Proxied tasks run through serve (learning routed, two tenants, the simulated
 // model); then the official MCP TypeScript client (httpapi/testdata/node/mcp.mjs) drives
 // `hippocam mcp`, the built binary, over stdio on the same SQLite file while serve keeps
 // answering, and serve's /mcp over Streamable HTTP: it lists the tools and resources, finds a

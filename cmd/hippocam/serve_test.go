@@ -298,7 +298,7 @@ func TestServeTimeoutFlags(t *testing.T) {
 	}
 }
 
-// Issue 9's check: in front of a simulated upstream that takes a second to its first token, a
+// In front of a simulated upstream that takes a second to its first token, a
 // streamed answer through serve arrives as it is produced, its first content chunk well before
 // its last, in each inbound format.
 func TestServeStreamsAtTheModelsPace(t *testing.T) {
