@@ -80,7 +80,7 @@ type Prices struct {
 	Output      float64 `json:"output"`
 }
 
-// DefaultPrices is the schedule of the Hippocam paper's cost analysis (seed 000 §A.9): USD per
+// DefaultPrices is the schedule of the Hippocam paper's cost analysis (the Hippocam paper §A.9): USD per
 // million tokens for cached input, uncached input and output.
 var DefaultPrices = Prices{CachedInput: 0.00596, Input: 0.29806, Output: 1.19225}
 

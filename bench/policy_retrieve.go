@@ -36,7 +36,7 @@ import (
 //     (system prompt, memories, conversation) is at most ρW.
 //
 // The memories message changes with every query, so the cached prefix of the main request ends
-// at the system prompt: the cost characteristic of prepending retrieval (seed 000 §A.9), kept
+// at the system prompt: the cost characteristic of prepending retrieval (the Hippocam paper §A.9), kept
 // as it is.
 
 // retrieveTopK is k, the number of facts prepended to every main request.

@@ -54,7 +54,7 @@ func ablationRun(t *testing.T, a engine.Ablations) (*recordingModel, *engine.Res
 	return rec, res
 }
 
-// Each ablation of seed 000 Table 4 is one switch of the engine's configuration.
+// Each ablation of the Hippocam paper's Table 4 is one switch of the engine's configuration.
 func TestAblations(t *testing.T) {
 	t.Run("Whole", func(t *testing.T) {
 		rec, res := ablationRun(t, engine.Ablations{})

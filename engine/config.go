@@ -9,7 +9,7 @@ import (
 )
 
 // Config holds the engine's parameters. The consolidation defaults are the paper's Table 5
-// (seed 000, appendix A):
+// (the Hippocam paper, appendix A):
 //
 //	K      = 2        minimum interaction rounds in the working tail
 //	B_min  = 4,096    working-tail token floor                 (3.2 % of W)
@@ -44,7 +44,7 @@ type Config struct {
 	// RecallLimit bounds the recall calls of one step; at the limit the model is called once
 	// more without the recall tool and must answer.
 	RecallLimit int
-	// Prices prices every call (default: seed 000 §A.9).
+	// Prices prices every call (default: the Hippocam paper §A.9).
 	Prices hippocam.Prices
 	// SharedPrompts puts the role prompts of PRECIP and PALIM into the system message that their
 	// requests share with the main model's, so that a provider's prompt cache serves them; their
@@ -78,11 +78,11 @@ type Config struct {
 	// (docs/architecture.md §7). 0: every step that finds work pending runs it first. ForWindow sets
 	// DefaultMaxLag.
 	MaxLag int
-	// Ablations switch parts of the method off, for the experiments of seed 000 Table 4.
+	// Ablations switch parts of the method off, for the experiments of the Hippocam paper Table 4.
 	Ablations Ablations
 }
 
-// Ablations are the switches of seed 000's ablation study (Table 4), each one part of the method
+// Ablations are the switches of the Hippocam paper's ablation study (Table 4), each one part of the method
 // taken away. The zero value is the whole method.
 type Ablations struct {
 	// NoIntentConditioning sends PRECIP the closed span without the chain of intents it served.

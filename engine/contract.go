@@ -149,7 +149,7 @@ const (
 // memory instructions) and the context up to the end of the material, then exactly one final user
 // message holding the engine's instruction and, unless the role prompts ride in the system message
 // (Config.SharedPrompts), the component's role prompt. Sharing the main model's messages lets a
-// provider's prompt cache serve the auxiliary calls from the main calls they follow (seed 000
+// provider's prompt cache serve the auxiliary calls from the main calls they follow (the Hippocam paper
 // §A.9). JANUS reads a view of its own (janusView) behind its role prompt. No request offers a
 // tool of its own; the component answers with one JSON object, asked for in prose or natively
 // (hippocam.Structured: response_format json_schema, or the contract tool forced; repair.go says

@@ -1,4 +1,4 @@
-// Package engine runs Hippocam's algorithms over a session (seed 000 §2, appendix B.1):
+// Package engine runs Hippocam's algorithms over a session (the Hippocam paper §2, appendix B.1):
 //
 //   - Algorithm 1, one interaction step (step.go): pressure control, JANUS keeping the intent
 //     stack (janus.go), the main model answering with progressive recall (agent.go, recall.go),

@@ -11,7 +11,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// JANUS (seed 000 §2.2, appendix B.2.1) keeps the intent stack before every main-model answer:
+// JANUS (the Hippocam paper §2.2, appendix B.2.1) keeps the intent stack before every main-model answer:
 // it closes concluded intents from the top, opens new ones broadest first, or skips, and writes
 // first-person guidance that enters the context.
 

@@ -11,7 +11,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// PALIM (seed 000 §2.4, appendix B.2.3) consolidates a prefix into a narrative and knowledge
+// PALIM (the Hippocam paper §2.4, appendix B.2.3) consolidates a prefix into a narrative and knowledge
 // items, recursively: earlier memories in the prefix are consolidated again with the rest.
 
 //go:embed prompts/palim.txt

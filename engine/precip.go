@@ -10,7 +10,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// PRECIP (seed 000 §2.3, appendix B.2.2) consolidates the work of a closed intent into a
+// PRECIP (the Hippocam paper §2.3, appendix B.2.2) consolidates the work of a closed intent into a
 // first-person memory, conditioned on the whole intent chain, that replaces the work in the
 // context (Alg. 1, lines 5-13).
 

@@ -9,7 +9,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// Algorithm 2 (seed 000, appendix B.1): ordinary and pressure-driven prefix consolidation.
+// Algorithm 2 (the Hippocam paper, appendix B.1): ordinary and pressure-driven prefix consolidation.
 //
 //	ORDINARYCHECK(region): R ← what the region holds ahead of the working tail;
 //	                       FOLD(R) if R holds ≥ E_min intent memories and ≥ T_min tokens.

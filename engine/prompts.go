@@ -1,14 +1,14 @@
 package engine
 
 // Traceability of the prompts. The role prompts in prompts/ are our own text:
-// they state every rule of seed 000 appendix B.2 (B.2.1 for JANUS, B.2.2 for PRECIP, B.2.3 for
+// they state every rule of the Hippocam paper appendix B.2 (B.2.1 for JANUS, B.2.2 for PRECIP, B.2.3 for
 // PALIM, B.2.4 for the memory instructions of the main model) in fresh wording, sharing no run of
 // five words with the seed (checked with a five-word overlap scan). promptRules is the table
 // that ties each B.2 rule to its place: the prompt file, the "# " heading of the section stating
 // it, and a phrase of that section that carries it; TestPromptRules checks that every phrase is
 // still where the table says. A rule is named by its B.2 part (that part's heading in the
 // appendix) and a short description in our words. A few rows come from beyond B.2: the guidance
-// JANUS writes (seed 000 §2.2), recall exchanges reinforced by PRECIP, impressions and search
+// JANUS writes (the Hippocam paper §2.2), recall exchanges reinforced by PRECIP, impressions and search
 // (docs/architecture.md), and revisions that win visibly: a later statement supersedes an
 // earlier one, and the memories say so.
 //
@@ -79,7 +79,7 @@ var promptRules = []promptRule{
 	{"B.2.1 Narrowing", "the goal is not widened", "janus.txt", "Never", "Widen the user's particular aim"},
 	{"B.2.1 Narrowing", "no closing on partial progress", "janus.txt", "Never", "Close on partial progress"},
 	{"B.2.1 Narrowing", "no closing on announcements", "janus.txt", "Never", "only results it delivered count"},
-	// seed 000 §2.2: guidance
+	// the Hippocam paper §2.2: guidance
 	{"§2.2 guidance", "first-person guidance: what ended, what next, its exits; the evidence of each closure", "janus.txt", "Guidance", "write guidance as the assistant's own resolve"},
 	// B.2.2 PRECIP (precip.txt)
 	{"B.2.2 Role", "consolidate a finished episode into lasting memory, observing from outside", "precip.txt", "Your part", "into a memory that lasts"},

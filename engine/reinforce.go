@@ -9,7 +9,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// Use reinforces (seed 000 §2.6 and A.8; docs/architecture.md §3). When the main model reached
+// Use reinforces (the Hippocam paper §2.6 and A.8; docs/architecture.md §3). When the main model reached
 // its answer through recall (or search), the step's exchanges are consolidated right after the
 // answer: PRECIP, told which question they served, writes a short memory of what the answer drew
 // on, and that memory takes the exchanges' place just before the answer, with the exchanges

@@ -10,7 +10,7 @@ import (
 
 // Configurer is a memory system that configures a cluster when a task starts, before the
 // cluster is read: the numeric systems bind a cluster's fields to their roles on its first
-// reuse (seed 003 B.1). Configure returns the new state and what happened ("configured",
+// reuse (the Routed Continual Learning paper B.1). Configure returns the new state and what happened ("configured",
 // "failed"), or nil and "" when there was nothing to do. It must not change state in place.
 type Configurer interface {
 	Configure(ctx context.Context, state json.RawMessage, task *hippocam.Task) (json.RawMessage, string, error)

@@ -112,7 +112,7 @@ func (s *Service) advise(ctx context.Context, h *history, id string, task *hippo
 		return tl
 	}
 	tl.Cluster, tl.System = c.ID, c.System
-	// A numeric cluster is configured on its first reuse, before it is read (seed 003 B.1).
+	// A numeric cluster is configured on its first reuse, before it is read (the Routed Continual Learning paper B.1).
 	result := ""
 	var err error
 	if !h.readOnly {

@@ -1,5 +1,5 @@
 // Package entities is the persistent-entity memory system (docs/learning.md §2, row entities;
-// seed 003 B.2): things that last from one task to the next but are never named, seen only as an
+// the Routed Continual Learning paper B.2): things that last from one task to the next but are never named, seen only as an
 // unordered set of noisy numeric detections in each event. The runtime links the detections of
 // every event to the entities it already follows, keeps an estimate of each entity's location
 // and of its measured values, and tells a new task which entities it believes present.

@@ -36,7 +36,7 @@ var (
 )
 
 // Repairs is how often an adapter answer or an extracted batch that fails validation is sent
-// back with the deterministic error: once (seed 003 B.1). A second failure is final.
+// back with the deterministic error: once (the Routed Continual Learning paper B.1). A second failure is final.
 const Repairs = 1
 
 // State is a numeric cluster's state: where its configuration stands, the warm-up it was
@@ -189,7 +189,7 @@ func (s *System[B, X, D]) Entries(state json.RawMessage) int {
 	return s.rt.Entries(&st.Data)
 }
 
-// Configure configures a warming cluster on its first reuse (seed 003 B.1): the adapter binds
+// Configure configures a warming cluster on its first reuse (the Routed Continual Learning paper B.1): the adapter binds
 // the warm-up's and the current task's fields to the runtime's roles; a fresh runtime replays
 // the warm-up under those bindings and prepares the current task; a binding that fails any
 // check goes back once with the error, and a second failure ends configuration for good. It
@@ -326,7 +326,7 @@ func decodeNumbers(args string, v any) error {
 	return nil
 }
 
-// once is the environment with the single repair of seed 003 B.1.
+// once is the environment with the single repair of the Routed Continual Learning paper B.1.
 func (s *System[B, X, D]) once() *learn.Env {
 	e := *s.env
 	e.Corrections = Repairs

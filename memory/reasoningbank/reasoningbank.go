@@ -1,4 +1,4 @@
-// Package reasoningbank is the reasoning_bank memory system (docs/learning.md; seed 003 §4.2
+// Package reasoningbank is the reasoning_bank memory system (docs/learning.md; the Routed Continual Learning paper §4.2
 // and D.4, adapting ReasoningBank): after every finished task a judge call decides from the
 // visible trajectory alone whether the attempt succeeded, and an extraction call, with the
 // prompt for a success or the one for a failure, turns it into at most three notes (title, when
