@@ -151,7 +151,7 @@ var promptRules = []promptRule{
 	{"B.2.3 Step 3", "describe, let the evaluation judge; not whether from a fix; neutral when unclear", "palim.txt", "Evaluations", "not whether a fix produced it"},
 	{"B.2.3 after the prompt", "evaluation is direction, not confidence or priority", "palim.txt", "Evaluations", "never expresses confidence"},
 	// beyond B.2: Hippocam's own rules (docs/architecture.md)
-	{"ARCHITECTURE.md §3 (impressions)", "what is left out is named with the ref that holds it", "palim.txt", "Where details went", "keep an impression of it"},
+	{"Impressions (docs/architecture.md)", "what is left out is named with the ref that holds it", "palim.txt", "Where details went", "keep an impression of it"},
 	// B.2.3 PALIM (palim.txt)
 	{"B.2.3 Step 4", "give narrative and surviving knowledge (write_prefix_memory)", "palim.txt", "Where details went", "Give the narrative and the surviving knowledge"},
 	// B.2.4 main model (agent.txt)
@@ -175,7 +175,7 @@ var promptRules = []promptRule{
 	{"B.2.4 Recall with a purpose", "after every recall, judge the gap anew; descend only while it matters; stop when enough", "agent.txt", "Recall and search", "go deeper only while a gap that matters remains"},
 	{"B.2.4 Recall with a purpose", "when recall fails, other evidence or an admitted uncertainty", "agent.txt", "Recall and search", "seek other evidence or say what stays uncertain"},
 	// beyond B.2: Hippocam's own rules (docs/architecture.md)
-	{"ARCHITECTURE.md §3 (search)", "search when nothing in view names the need, then recall the hit's ref", "agent.txt", "Recall and search", "search the session's archive"},
+	{"Search (docs/architecture.md)", "search when nothing in view names the need, then recall the hit's ref", "agent.txt", "Recall and search", "search the session's archive"},
 	// B.2.4 main model (agent.txt)
 	{"B.2.4 Opening sources", "name the gap; memory is not a gap; edits update; untouched sources are unchanged", "agent.txt", "Before opening a source", "Name the gap it should fill"},
 	{"B.2.4 Opening sources", "read just the gap; no confirming reads; the attempt reveals errors", "agent.txt", "Before opening a source", "never reopen a source just to confirm what you hold"},

@@ -1,7 +1,7 @@
 // Package sessions is the proxy's session service (docs/architecture.md §7, §9): given what an agent
 // sent, in whichever wire format (read into a hippocam.Conversation by its transport), it finds
 // the session the request continues, runs one engine step on what is new and commits it. It
-// knows nothing of HTTP or JSON; the transports (package httpapi, later MCP) only translate.
+// knows nothing of HTTP or JSON; the transports (package httpapi, and the MCP server in package mcp) only translate.
 //
 // The rules, in the order they are tried (docs/sessions.md tells them to users):
 //
