@@ -999,49 +999,75 @@ func (r *providerRig) Close() {
 	}
 }
 
-// startInProcessProxy is the StartProxy of a run that names none: the httpapi server with the
-// engine and a SQLite store in a temporary directory, as the zero-latency rows build it.
-func startInProcessProxy(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
+// inProcessRig is what both in-process proxies of the provider run are built on: the engine
+// over an OpenAI client of the upstream, and a SQLite store in a temporary directory.
+type inProcessRig struct {
+	tok    hippocam.Tokenizer
+	client *openai.Client
+	engine *engine.Engine
+	store  *sqlite.DB
+	dir    string
+}
+
+// newInProcessRig builds an inProcessRig for upstream, window and JANUS mode, its directory
+// named after prefix.
+func newInProcessRig(ctx context.Context, upstream string, window int, janus, prefix string) (*inProcessRig, error) {
 	tok, err := tokenizer.Default()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "hippocam-provider-")
+	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	store := sqlite.New(filepath.Join(dir, "hippocam.db"))
-	fail := func(err error) (string, func() error, error) {
-		store.Close()
-		os.RemoveAll(dir)
-		return "", nil, err
+	r := &inProcessRig{tok: tok, store: sqlite.New(filepath.Join(dir, "hippocam.db")), dir: dir}
+	if err := r.build(ctx, upstream, window, janus); err != nil {
+		r.close()
+		return nil, err
 	}
-	if err := store.Open(ctx); err != nil {
-		return fail(err)
+	return r, nil
+}
+
+func (r *inProcessRig) build(ctx context.Context, upstream string, window int, janus string) error {
+	if err := r.store.Open(ctx); err != nil {
+		return err
 	}
 	mcfg := openai.DefaultConfig()
 	mcfg.BaseURL, mcfg.Model, mcfg.MaxRetries = upstream, sim.ModelID, 0
 	mcfg.HTTPClient = &http.Client{Transport: loopbackTransport()}
-	client, err := openai.New(mcfg)
-	if err != nil {
-		return fail(err)
+	var err error
+	if r.client, err = openai.New(mcfg); err != nil {
+		return err
 	}
 	ecfg := engine.ForWindow(window)
 	ecfg.Janus = engine.JanusMode(janus)
-	e, err := engine.New(ecfg, client, tok, nil)
+	r.engine, err = engine.New(ecfg, r.client, r.tok, nil)
+	return err
+}
+
+// close closes the store and removes the directory.
+func (r *inProcessRig) close() error {
+	err := r.store.Close()
+	os.RemoveAll(r.dir)
+	return err
+}
+
+// startInProcessProxy is the StartProxy of a run that names none: the httpapi server with the
+// engine and a SQLite store in a temporary directory, as the zero-latency rows build it.
+func startInProcessProxy(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
+	r, err := newInProcessRig(ctx, upstream, window, janus, "hippocam-provider-")
 	if err != nil {
-		return fail(err)
+		return "", nil, err
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: store, Upstream: client, Metrics: httpapi.NewMetrics()})
+	srv, err := httpapi.New(httpapi.Config{Engine: r.engine, Store: r.store, Upstream: r.client, Metrics: httpapi.NewMetrics()})
 	if err != nil {
-		return fail(err)
+		r.close()
+		return "", nil, err
 	}
 	hs := httptest.NewServer(srv)
 	return hs.URL, func() error {
 		hs.Close()
-		err := store.Close()
-		os.RemoveAll(dir)
-		return err
+		return r.close()
 	}, nil
 }
 

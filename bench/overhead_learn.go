@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -21,12 +19,8 @@ import (
 	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/learn/stream"
 	"github.com/hippocam/hippocam/memory/library"
-	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sessions"
-	"github.com/hippocam/hippocam/sim"
-	"github.com/hippocam/hippocam/sqlite"
-	"github.com/hippocam/hippocam/tokenizer"
 )
 
 // The task-start run (`hippocam bench overhead --learn MODE`): what learning across tasks adds
@@ -212,36 +206,15 @@ func (r *providerRig) call(ctx context.Context, method, path string, body []byte
 // server over a session service that learns in mode learn, with every memory system offered,
 // its workers running, and a SQLite store in a temporary directory.
 func startInProcessLearningProxy(ctx context.Context, upstream string, window int, janus, mode string, routeWait time.Duration) (string, func() error, error) {
-	tok, err := tokenizer.Default()
+	r, err := newInProcessRig(ctx, upstream, window, janus, "hippocam-task-starts-")
 	if err != nil {
 		return "", nil, err
 	}
-	dir, err := os.MkdirTemp("", "hippocam-task-starts-")
-	if err != nil {
-		return "", nil, err
-	}
-	store := sqlite.New(filepath.Join(dir, "hippocam.db"))
 	fail := func(err error) (string, func() error, error) {
-		store.Close()
-		os.RemoveAll(dir)
+		r.close()
 		return "", nil, err
 	}
-	if err := store.Open(ctx); err != nil {
-		return fail(err)
-	}
-	mcfg := openai.DefaultConfig()
-	mcfg.BaseURL, mcfg.Model, mcfg.MaxRetries = upstream, sim.ModelID, 0
-	mcfg.HTTPClient = &http.Client{Transport: loopbackTransport()}
-	client, err := openai.New(mcfg)
-	if err != nil {
-		return fail(err)
-	}
-	ecfg := engine.ForWindow(window)
-	ecfg.Janus = engine.JanusMode(janus)
-	e, err := engine.New(ecfg, client, tok, nil)
-	if err != nil {
-		return fail(err)
-	}
+	tok, client, e, store := r.tok, r.client, r.engine, r.store
 	cfg := sessions.Config{Engine: e, Store: store, Learn: mode, RouteWait: routeWait}
 	if mode != sessions.LearnOff {
 		cfg.LearnEnv = &learn.Env{Model: client, Tok: tok}
@@ -265,9 +238,7 @@ func startInProcessLearningProxy(ctx context.Context, upstream string, window in
 		hs.Close()
 		stopJobs()
 		<-jobs
-		err := store.Close()
-		os.RemoveAll(dir)
-		return err
+		return r.close()
 	}, nil
 }
 
