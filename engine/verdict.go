@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -207,7 +208,7 @@ func (st *step) takeVerdict(ctx context.Context) ([]hippocam.Intent, string, err
 	}
 	st.e.verdicts.remove(key, v)
 	st.res.Usage.Merge(v.usage)
-	if v.from >= st.s.Version || v.covered != st.s.Transcript.JanusCovered || !sameStack(v.stack, st.s.Stack) {
+	if v.from >= st.s.Version || v.covered != st.s.Transcript.JanusCovered || !slices.Equal(v.stack, st.s.Stack) {
 		st.res.Verdict = VerdictDropped
 		return nil, "", nil
 	}
@@ -231,17 +232,4 @@ func (e *Engine) SettleVerdict(ctx context.Context, tenant, id string) (hippocam
 	u := v.usage
 	v.usage = nil
 	return u, nil
-}
-
-// sameStack reports whether two stacks hold the same intents.
-func sameStack(a, b hippocam.IntentStack) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].Label != b[i].Label || a[i].Done != b[i].Done || a[i].Start != b[i].Start {
-			return false
-		}
-	}
-	return true
 }
