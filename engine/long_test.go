@@ -97,11 +97,20 @@ func TestLongSessionNeverJams(t *testing.T) {
 	c.checkLossless()
 }
 
+// detailRound is the last round at or before r in which longSessionWith surely stated a detail:
+// details fall on rounds 1 mod 4, unless the round opened or closed a task (0 or 5 mod 9).
+func detailRound(r int) int {
+	for r -= ((r%4)+3)%4; r%9 == 0 || r%9 == 5; r -= 4 {
+	}
+	return r
+}
+
 // checkUseReinforces: a detail the agent used (!use) in the session's last rounds is answered at
 // the end with no recall or search, although the answer that used it never restated it.
 func checkUseReinforces(t *testing.T, c *conversation, rounds int) {
 	t.Helper()
-	key := fmt.Sprintf("d%d", rounds-rounds%4-39) // a detail stated ten cycles ago, long archived
+	r := detailRound(rounds - 39) // a detail stated ten cycles ago, long archived
+	key := fmt.Sprintf("d%d", r)
 	used := c.mustUser("!use " + key)
 	if used.Answer.Content != "used "+key {
 		t.Fatalf("!use %s = %q", key, used.Answer.Content)
@@ -115,7 +124,7 @@ func checkUseReinforces(t *testing.T, c *conversation, rounds int) {
 		}
 	}
 	res := c.mustUser("!ask " + key)
-	if want := fmt.Sprintf("%s := v%d", key, rounds-rounds%4-39); res.Answer.Content != want || res.RecallCalls != 0 {
+	if want := fmt.Sprintf("%s := v%d", key, r); res.Answer.Content != want || res.RecallCalls != 0 {
 		t.Fatalf("after !use: %q with %d recall and search calls; want %q with none", res.Answer.Content, res.RecallCalls, want)
 	}
 }
