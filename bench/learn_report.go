@@ -14,7 +14,7 @@ import (
 )
 
 // LearnReport is what `hippocam bench learn` measured: the streams, every run, a summary per
-// condition over the streams and the issue's targets, reported, never asserted.
+// condition over the streams and the suite's targets, reported, never asserted.
 type LearnReport struct {
 	Config LearnConfig `json:"config"`
 	// Commit is the revision measured, when the caller knows it.
@@ -178,7 +178,7 @@ func addScaled(acc, xs []float64, w float64) []float64 {
 	return acc
 }
 
-// learnTargets checks the summary against the issue's targets; a target whose conditions did
+// learnTargets checks the summary against the suite's targets; a target whose conditions did
 // not run is left out.
 func learnTargets(sums []LearnSummary, attempts int) []LearnTarget {
 	by := map[string]*LearnSummary{}

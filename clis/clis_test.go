@@ -98,7 +98,7 @@ var codex = agentCLI{
 		toolAnswer + `\");"}`,
 }
 
-// codexConfig is the config.toml the README gives, with the base URL left to fill in.
+// codexConfig is the config.toml docs/usage.md gives, with the base URL left to fill in.
 const codexConfig = `model_provider = "hippocam"
 check_for_update_on_startup = false
 
@@ -143,7 +143,7 @@ var opencode = agentCLI{
 		`'","description":"Create made.txt"}`,
 }
 
-// opencodeConfig is the opencode.json the README gives, with the base URL left to fill in.
+// opencodeConfig is the opencode.json docs/usage.md gives, with the base URL left to fill in.
 const opencodeConfig = `{
   "$schema": "https://opencode.ai/config.json",
   "provider": {

@@ -247,7 +247,7 @@ func TestStructuredRefusalFallsBackToProse(t *testing.T) {
 			continue
 		}
 		refused++
-		// The next request of that role (the main model's speculative call may come between).
+		// The next request of that role (the main model's call may come between).
 		var next *hippocam.Request
 		for _, r := range rec.reqs[i+1:] {
 			if r.Role == req.Role {

@@ -148,7 +148,7 @@ func TestDuplicateDetections(t *testing.T) {
 	}
 }
 
-// TestRecovery is the recovery test: 6 emitters, 30 events, detection probability 0.8, 2
+// TestRecovery is the entities system's recovery test: 6 emitters, 30 events, detection probability 0.8, 2
 // clutter detections per event, frequency noise at the declared scale. Its criteria are checked
 // on each of 200 seeded worlds. On a single world an ideal tracker, one that knew which
 // detections are the emitter's and took their mean, misses the 0.5 sd bound for about 1.6% of

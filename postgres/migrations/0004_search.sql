@@ -1,4 +1,4 @@
--- Full-text search over every session's tree (issue 8).
+-- Full-text search over every session's tree (the engine's search tool).
 --
 -- seq numbers messages in the order they were inserted; search returns the highest first, and
 -- within a session the last message to enter has the highest. Rows stored before this migration

@@ -1,4 +1,4 @@
--- Durable jobs (issue 9): the consolidation a step leaves for after its answer.
+-- Durable jobs: the consolidation a step leaves for after its answer.
 --
 -- sessions.pending is the JSON of the session's Pending field (JSON null when nothing is
 -- pending), committed with the step that leaves it.

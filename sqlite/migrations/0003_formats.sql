@@ -1,4 +1,4 @@
--- Formats and sessions found by content (issue 7):
+-- Formats and sessions found by content (every inbound wire format, sessions without a name):
 -- messages.source keeps a message's non-text parts and the exact wire form it arrived in (JSON,
 -- NULL when it has neither); sessions.head and prev_head are the transcript hash and the hash
 -- before the last answer, so a history that names no session finds the one it continues;

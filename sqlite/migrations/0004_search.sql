@@ -1,4 +1,4 @@
--- Full-text search over every session's tree (issue 8). Two changes:
+-- Full-text search over every session's tree (the engine's search tool). Two changes:
 --
 -- 1. messages gets an explicit integer key, seq, in the order rows were inserted. The full-text
 --    index names its rows by that number, and the implicit rowid it replaces could be renumbered

@@ -1,4 +1,4 @@
--- Delete means gone (issue 9).
+-- Delete means gone: none of a deleted session's text stays in the store.
 --
 -- sessions.uid is the session's creation identity (hippocam.Session.UID): a commit is applied
 -- only to the session it was loaded from, never to one deleted and created again under the same
