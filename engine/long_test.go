@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/internal/testenv"
 )
 
 // longSession drives rounds of held-out-style work at W: nested intents opened and closed,
@@ -84,8 +85,8 @@ func longSessionWith(t *testing.T, cfg engine.Config, rounds, keys int, seed uin
 // statement stayed in a shallower layer, so that the simulated agent's recall meets the older
 // one first (a limit of receding by impression, reported in the closing note).
 func TestLongSessionNeverJams(t *testing.T) {
-	rounds := 1000
-	if testing.Short() {
+	rounds := 1000 // the long step; the everyday step plays the first 120
+	if testing.Short() || !testenv.Long() {
 		rounds = 120
 	}
 	right, asked, _, c := longSession(t, 8000, rounds, 40, 1)
@@ -100,7 +101,7 @@ func TestLongSessionNeverJams(t *testing.T) {
 // detailRound is the last round at or before r in which longSessionWith surely stated a detail:
 // details fall on rounds 1 mod 4, unless the round opened or closed a task (0 or 5 mod 9).
 func detailRound(r int) int {
-	for r -= ((r%4)+3)%4; r%9 == 0 || r%9 == 5; r -= 4 {
+	for r -= ((r % 4) + 3) % 4; r%9 == 0 || r%9 == 5; r -= 4 {
 	}
 	return r
 }
@@ -136,8 +137,8 @@ func checkUseReinforces(t *testing.T, c *conversation, rounds int) {
 // simulated agent pages through without reaching the value before its recall room runs out (a
 // known limit at this window, with role prompts of about a thousand tokens each).
 func TestLongSessionManyFacts(t *testing.T) {
-	rounds := 1000
-	if testing.Short() {
+	rounds := 1000 // the long step; the everyday step plays the first 200
+	if testing.Short() || !testenv.Long() {
 		rounds = 200
 	}
 	right, asked, _, c := longSession(t, 8000, rounds, 5000, 2)
