@@ -20,6 +20,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/internal/servetest"
+	"github.com/hippocam/hippocam/internal/testenv"
 	"github.com/hippocam/hippocam/sessions"
 	"github.com/hippocam/hippocam/sqlite"
 )
@@ -28,8 +29,9 @@ import (
 // during a consolidation job. The agent resends what it had not got an answer for, marked as a
 // retry, as the official SDKs do. At the end nothing it was answered is lost, the tree holds its
 // whole conversation in order, no consolidation is half-applied, and a restarted server finishes
-// the jobs a killed one left.
-func TestKillNine(t *testing.T) {
+// the jobs a killed one left. A crash rig: it runs in the long step (internal/testenv).
+func TestLongKillNine(t *testing.T) {
+	testenv.SkipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("builds and kills the binary many times")
 	}
