@@ -157,9 +157,9 @@ func (s *Service) Stats() Stats {
 		JobsDone:     s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
 		JobsRebased: s.stats.rebased.Load(), JobPartsDropped: s.stats.dropped.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
-		UpdateEvents: s.stats.eventCounts(),
 		JobLag: time.Duration(s.stats.lagNanos.Load()), JobsStarted: s.stats.lagged.Load(),
 		Configured: s.stats.configured.Load(), ConfigFailed: s.stats.configFailed.Load(),
+		UpdateEvents: s.stats.eventCounts(),
 	}
 }
 
