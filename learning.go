@@ -119,6 +119,43 @@ type MemorySystem interface {
 	Entries(state json.RawMessage) int
 }
 
+// The interfaces below are optional: a memory system implements those that apply to it, and the
+// session service, the transports and memory/library find them by type assertion, so that none of
+// them needs to know a system by name (docs/learning.md, "Adding a memory system").
+
+// StateViewer is a memory system that renders its state for people: the REST API's
+// GET /api/clusters/{id} and the viewer show what View returns. View returns a value that encodes
+// to JSON (lists never null) and the number of entries the state holds, as Entries counts them.
+// An empty state renders as a fresh cluster's. EINVALID for a state that is not the system's.
+type StateViewer interface {
+	View(state json.RawMessage) (view any, entries int, err error)
+}
+
+// BudgetSetter is a memory system that keeps its state within the advisory budget as it learns,
+// rather than only cutting at Read: the hippocam system keeps its cluster session's context,
+// which is its advisory, within it. The caller sets the budget once, before the system is used.
+type BudgetSetter interface {
+	SetBudget(tokens int)
+}
+
+// UpdateEvent is one kind of change an UpdateObserver reports: Kind names it in a word ("added"),
+// Help says what it counts, for a metric's help text.
+type UpdateEvent struct {
+	Kind string
+	Help string
+}
+
+// UpdateObserver is a memory system that can say what an update changed in its state, by kind
+// of change: the session service counts these in its metrics (hippocam_<system>_<kind>_total)
+// without knowing what the kinds mean.
+type UpdateObserver interface {
+	// UpdateEvents lists the kinds of change Observe reports (each counted from zero).
+	UpdateEvents() []UpdateEvent
+	// Observe counts, by kind, the changes of the update that turned before into after. Kinds
+	// not among UpdateEvents may appear; they are not counted.
+	Observe(before, after json.RawMessage) (map[string]int, error)
+}
+
 // The call roles of the learning layer.
 const (
 	CallRouter    CallRole = "router"     // routes a task to a cluster

@@ -11,12 +11,8 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
-	"github.com/hippocam/hippocam/memory/hippocamsys"
-	"github.com/hippocam/hippocam/memory/icl"
 	"github.com/hippocam/hippocam/memory/lessons"
 	"github.com/hippocam/hippocam/memory/library"
-	"github.com/hippocam/hippocam/memory/numeric"
-	"github.com/hippocam/hippocam/memory/reasoningbank"
 )
 
 // The REST API of the learning layer (docs/learning.md, "REST"): a tenant's clusters with their
@@ -88,54 +84,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request, tenant strin
 // stateView renders a cluster's state through its system's view, and counts its entries as the
 // system's Entries does. A state of a system this server does not know is shown as stored.
 func stateView(c *hippocam.Cluster) (state any, entries int, err error) {
-	switch c.System {
-	case icl.Name:
-		v, err := icl.View(c.State)
-		if err != nil {
-			return nil, 0, err
-		}
-		return v, len(v.Trajectories), nil
-	case reasoningbank.Name:
-		v, err := reasoningbank.View(c.State)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, rec := range v.Records {
-			entries += len(rec.Items)
-		}
-		return v, entries, nil
-	case lessons.Name:
-		v, err := lessons.View(c.State)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, l := range v.Lessons {
-			if l.Status == lessons.Active {
-				entries++
-			}
-		}
-		return v, entries, nil
-	case hippocamsys.Name:
-		v, err := hippocamsys.View(c.State)
-		if err != nil {
-			return nil, 0, err
-		}
-		return v, len(v.Context), nil
-	}
-	if library.Numeric(c.System) {
-		v, err := numeric.ViewState(c.State)
-		if err != nil {
-			return nil, 0, err
-		}
-		if sys, err := library.New(c.System, nil); err == nil {
-			entries = sys.Entries(c.State)
-		}
-		return v, entries, nil
-	}
-	if len(c.State) == 0 {
-		return map[string]any{}, 0, nil
-	}
-	return c.State, 0, nil
+	return library.View(c.System, c.State)
 }
 
 // deleteCluster is DELETE /api/clusters/{id}: 204, or 404 if the tenant has no such cluster.

@@ -18,8 +18,8 @@ import (
 	"github.com/hippocam/hippocam/memory/hippocamsys"
 	"github.com/hippocam/hippocam/memory/icl"
 	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/memorytest"
 	"github.com/hippocam/hippocam/memory/reasoningbank"
-	"github.com/hippocam/hippocam/memory/systemtest"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
@@ -60,7 +60,7 @@ func newLearnREST(t *testing.T, store hippocam.Store) *learnREST {
 }
 
 // cluster creates a cluster of system for tenant and learns the trajectories lo…hi-1 of the
-// systemtest stream into it.
+// memorytest stream into it.
 func (s *learnREST) cluster(t *testing.T, tenant, id, system, scope string, lo, hi int) {
 	t.Helper()
 	ctx := context.Background()
@@ -69,7 +69,7 @@ func (s *learnREST) cluster(t *testing.T, tenant, id, system, scope string, lo, 
 	}
 	var trajs []hippocam.Trajectory
 	for i := lo; i < hi; i++ {
-		trajs = append(trajs, systemtest.Trajectory(i))
+		trajs = append(trajs, memorytest.Trajectory(i))
 	}
 	if err := learn.Apply(ctx, s.store, s.systems[system], tenant, id, trajs); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/mcp"
-	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/library"
 )
 
 // MCP over Streamable HTTP at /mcp (package mcp, docs/mcp.md): the same tools and resources as
@@ -74,7 +74,7 @@ func (v views) Lessons(ctx context.Context, tenant string) ([]mcp.Lesson, error)
 	}
 	out := []mcp.Lesson{}
 	for i := range clusters {
-		view, err := lessons.View(clusters[i].State)
+		view, err := library.ViewLessons(clusters[i].State)
 		if err != nil {
 			return nil, fmt.Errorf("render cluster %s: %w", clusters[i].ID, err)
 		}

@@ -188,15 +188,17 @@ func (m *Metrics) WatchService(svc *sessions.Service) {
 		{"hippocam_learn_configuration_failed_total", "Numeric clusters whose configuration failed for good: they give no numeric advisory.", func(s sessions.Stats) int64 { return s.ConfigFailed }},
 		{"hippocam_job_runs_failed_total", "Job runs that failed and were put back in the queue (consolidation and cluster updates).", func(s sessions.Stats) int64 { return s.JobsFailed }},
 		{"hippocam_jobs_left_failed_total", "Jobs that kept failing and were left failed in the queue (not due again for a day).", func(s sessions.Stats) int64 { return s.JobsLeftFailed }},
-		{"hippocam_lessons_added_total", "Lessons added by lessons updates.", func(s sessions.Stats) int64 { return s.LessonsAdded }},
-		{"hippocam_lessons_merged_total", "Lessons merged by lessons updates.", func(s sessions.Stats) int64 { return s.LessonsMerged }},
-		{"hippocam_lessons_superseded_total", "Lessons superseded by lessons updates (kept, marked).", func(s sessions.Stats) int64 { return s.LessonsSuperseded }},
 		{"hippocam_jobs_started_total", "Jobs run for the first time (the denominator of the lag).", func(s sessions.Stats) int64 { return s.JobsStarted }},
 		{"hippocam_consolidation_jobs_rebased_total", "Consolidation jobs whose session moved on while they made their model calls, their memories carried onto the newer version.", func(s sessions.Stats) int64 { return s.JobsRebased }},
 		{"hippocam_consolidation_job_parts_dropped_total", "Memories of rebased consolidation jobs that could not be carried over (their span had changed); their work stays pending or is decided again.", func(s sessions.Stats) int64 { return s.JobPartsDropped }},
 	} {
 		read := c.read
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(read(svc.Stats())) }))
+	}
+	for _, ev := range svc.Stats().UpdateEvents {
+		system, kind := ev.System, ev.Kind
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: updateEventMetric(system, kind), Help: ev.Help},
+			func() float64 { return float64(svc.Stats().UpdateEventCount(system, kind)) }))
 	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hippocam_job_lag_seconds_total",
 		Help: "Time jobs waited from being queued to their first run, summed (divide by hippocam_jobs_started_total)."}, func() float64 { return svc.Stats().JobLag.Seconds() }))
@@ -222,4 +224,10 @@ func (m *Metrics) WatchRecording(written, lost func() int64) {
 			Help: "Exchanges with the upstream written to the recording (serve --record)."}, func() float64 { return float64(written()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "hippocam_record_lost_total",
 			Help: "Exchanges with the upstream the recording lost: a write that failed, or a full queue."}, func() float64 { return float64(lost()) }))
+}
+
+// updateEventMetric names the counter of one kind of change a memory system reports about its
+// updates (hippocam.UpdateObserver): hippocam_lessons_added_total for the lessons added.
+func updateEventMetric(system, kind string) string {
+	return "hippocam_" + system + "_" + kind + "_total"
 }

@@ -9,10 +9,11 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/internal/learntest"
 	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/memory/hippocamsys"
 	"github.com/hippocam/hippocam/memory/icl"
-	"github.com/hippocam/hippocam/memory/systemtest"
+	"github.com/hippocam/hippocam/memory/memorytest"
 )
 
 // failing is a memory system whose updates fail, and which cannot forget.
@@ -34,7 +35,7 @@ func TestApply_ErrorKeepsCluster(t *testing.T) {
 	if err := cs.CreateCluster(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	if err := learn.Apply(t.Context(), cs, failing{"broken"}, "acme", "c1", []hippocam.Trajectory{systemtest.Trajectory(0)}); err == nil {
+	if err := learn.Apply(t.Context(), cs, failing{"broken"}, "acme", "c1", []hippocam.Trajectory{memorytest.Trajectory(0)}); err == nil {
 		t.Fatal("a failed update was not reported")
 	}
 	got, _ := cs.Cluster(t.Context(), "acme", "c1")
@@ -45,7 +46,7 @@ func TestApply_ErrorKeepsCluster(t *testing.T) {
 	if hippocam.ErrorCode(err) != hippocam.EINVALID {
 		t.Errorf("a trajectory without an id: err = %v, want %s", err, hippocam.EINVALID)
 	}
-	err = learn.Apply(t.Context(), cs, failing{"broken"}, "acme", "c9", []hippocam.Trajectory{systemtest.Trajectory(0)})
+	err = learn.Apply(t.Context(), cs, failing{"broken"}, "acme", "c9", []hippocam.Trajectory{memorytest.Trajectory(0)})
 	if hippocam.ErrorCode(err) != hippocam.ENOTFOUND {
 		t.Errorf("an unknown cluster: err = %v, want %s", err, hippocam.ENOTFOUND)
 	}
@@ -55,7 +56,7 @@ func TestApply_ErrorKeepsCluster(t *testing.T) {
 // trajectory, the other is reported and left as it was, and clusters it never fed are untouched.
 func TestForget(t *testing.T) {
 	cs := inmem.New()
-	sys := icl.New(systemtest.Env(t))
+	sys := icl.New(learntest.Env(t))
 	for _, c := range []*hippocam.Cluster{
 		{Tenant: "acme", ID: "a", System: icl.Name},
 		{Tenant: "acme", ID: "b", System: icl.Name},
@@ -65,7 +66,7 @@ func TestForget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	trajs := []hippocam.Trajectory{systemtest.Trajectory(0), systemtest.Trajectory(1), systemtest.Trajectory(2)}
+	trajs := []hippocam.Trajectory{memorytest.Trajectory(0), memorytest.Trajectory(1), memorytest.Trajectory(2)}
 	for _, id := range []string{"a", "b"} {
 		if err := learn.Apply(t.Context(), cs, sys, "acme", id, trajs[:2]); err != nil {
 			t.Fatal(err)
@@ -102,11 +103,11 @@ func TestForget(t *testing.T) {
 // TestForget_Relearner forgets through a system that rebuilds its state.
 func TestForget_Relearner(t *testing.T) {
 	cs := inmem.New()
-	sys := hippocamsys.New(systemtest.Env(t))
+	sys := hippocamsys.New(learntest.Env(t))
 	if err := cs.CreateCluster(t.Context(), &hippocam.Cluster{Tenant: "acme", ID: "h", System: hippocamsys.Name}); err != nil {
 		t.Fatal(err)
 	}
-	trajs := []hippocam.Trajectory{systemtest.Trajectory(0), systemtest.Trajectory(1), systemtest.Trajectory(2)}
+	trajs := []hippocam.Trajectory{memorytest.Trajectory(0), memorytest.Trajectory(1), memorytest.Trajectory(2)}
 	if err := learn.Apply(t.Context(), cs, sys, "acme", "h", trajs); err != nil {
 		t.Fatal(err)
 	}

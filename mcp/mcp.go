@@ -52,7 +52,7 @@ import (
 	"sync"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/sessions"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,7 +73,7 @@ type Views interface {
 // Lesson is one lesson with the cluster that keeps it, as GET /api/lessons lists it.
 type Lesson struct {
 	Cluster string `json:"cluster"`
-	lessons.LessonView
+	library.LessonView
 }
 
 // Config configures a Server.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/sessions"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -302,7 +302,7 @@ func (t *tenantServer) searchLessons(ctx context.Context, _ *sdk.CallToolRequest
 	}
 	out := searchLessonsOut{Query: in.Query, Lessons: []Lesson{}}
 	for _, l := range all {
-		if l.Status == lessons.Active && (q == nil || q.Matches(lessonText(&l))) {
+		if l.Status == library.LessonActive && (q == nil || q.Matches(lessonText(&l))) {
 			out.Lessons = append(out.Lessons, l)
 		}
 	}

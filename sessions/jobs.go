@@ -64,8 +64,10 @@ type Stats struct {
 	Stateless, Learned int64
 	// JobsLeftFailed counts jobs that failed maxJobAttempts times and were left failed.
 	JobsLeftFailed int64
-	// LessonsAdded, LessonsMerged and LessonsSuperseded count what lessons updates did.
-	LessonsAdded, LessonsMerged, LessonsSuperseded int64
+	// UpdateEvents counts what cluster updates from ended tasks changed, by system and kind of
+	// change, as the systems that observe their updates report it (hippocam.UpdateObserver):
+	// every kind each offered system declares, in the order of the systems, from zero.
+	UpdateEvents []UpdateEventCount
 	// JobLag is the total time jobs waited from being queued to their first run, over
 	// JobsStarted of them.
 	JobLag      time.Duration
@@ -81,17 +83,68 @@ type stats struct {
 	verdictWaits, jobsDone, jobsFailed               atomic.Int64
 	rebased, dropped                                 atomic.Int64
 	stateless, learned, jobsGaveUp                   atomic.Int64
-	lessonsAdded, lessonsMerged, lessonsSuperseded   atomic.Int64
+	// events counts the changes UpdateObservers report (newStats builds it; fixed after).
+	events []eventCounter
 	// lagNanos and lagged add up how long jobs waited from being queued to being run.
 	lagNanos, lagged         atomic.Int64
 	configured, configFailed atomic.Int64
 }
 
-// lessonEvents counts what a lessons update did.
-func (st *stats) lessonEvents(ev map[string]int) {
-	st.lessonsAdded.Add(int64(ev["added"]))
-	st.lessonsMerged.Add(int64(ev["merged"]))
-	st.lessonsSuperseded.Add(int64(ev["superseded"]))
+// UpdateEventCount is how many changes of one kind the updates of one system made.
+type UpdateEventCount struct {
+	System string
+	hippocam.UpdateEvent
+	Count int64
+}
+
+// eventCounter counts one kind of change of one system.
+type eventCounter struct {
+	system string
+	event  hippocam.UpdateEvent
+	n      *atomic.Int64
+}
+
+// countEvents makes a counter for every kind of change the systems that observe their updates
+// declare.
+func countEvents(systems []hippocam.MemorySystem) []eventCounter {
+	var out []eventCounter
+	for _, sys := range systems {
+		if o, ok := sys.(hippocam.UpdateObserver); ok {
+			for _, ev := range o.UpdateEvents() {
+				out = append(out, eventCounter{system: sys.Name(), event: ev, n: new(atomic.Int64)})
+			}
+		}
+	}
+	return out
+}
+
+// updateEvents counts what an update of system did, by kind (kinds it did not declare are left).
+func (st *stats) updateEvents(system string, ev map[string]int) {
+	for _, c := range st.events {
+		if c.system == system {
+			c.n.Add(int64(ev[c.event.Kind]))
+		}
+	}
+}
+
+// eventCounts reads the counters of updateEvents.
+func (st *stats) eventCounts() []UpdateEventCount {
+	out := make([]UpdateEventCount, len(st.events))
+	for i, c := range st.events {
+		out[i] = UpdateEventCount{System: c.system, UpdateEvent: c.event, Count: c.n.Load()}
+	}
+	return out
+}
+
+// UpdateEventCount returns how many changes of the given kind the updates of system made (0 for
+// a kind the system does not declare).
+func (st Stats) UpdateEventCount(system, kind string) int64 {
+	for _, c := range st.UpdateEvents {
+		if c.System == system && c.Kind == kind {
+			return c.Count
+		}
+	}
+	return 0
 }
 
 // Stats returns the service's counters.
@@ -104,9 +157,9 @@ func (s *Service) Stats() Stats {
 		JobsDone:     s.stats.jobsDone.Load(), JobsFailed: s.stats.jobsFailed.Load(),
 		JobsRebased: s.stats.rebased.Load(), JobPartsDropped: s.stats.dropped.Load(),
 		Stateless: s.stats.stateless.Load(), Learned: s.stats.learned.Load(), JobsLeftFailed: s.stats.jobsGaveUp.Load(),
-		LessonsAdded: s.stats.lessonsAdded.Load(), LessonsMerged: s.stats.lessonsMerged.Load(), LessonsSuperseded: s.stats.lessonsSuperseded.Load(),
 		JobLag: time.Duration(s.stats.lagNanos.Load()), JobsStarted: s.stats.lagged.Load(),
 		Configured: s.stats.configured.Load(), ConfigFailed: s.stats.configFailed.Load(),
+		UpdateEvents: s.stats.eventCounts(),
 	}
 }
 

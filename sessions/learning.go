@@ -14,7 +14,6 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
-	"github.com/hippocam/hippocam/memory/lessons"
 )
 
 // Learning in the proxy (docs/learning.md §4). With Config.Learn on, a session's first request is
@@ -328,8 +327,9 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 		return fmt.Errorf("the cluster's system %q is not offered any more", tl.System)
 	}
 	traj := hippocam.Trajectory{ID: id, Task: task, Messages: msgs, Feedback: tl.Feedback, Success: tl.Success, Reward: tl.Reward, EndedAt: tl.EndedAt}
-	var before json.RawMessage // what a lessons update did is counted (metrics)
-	if sys.Name() == lessons.Name {
+	observer, _ := sys.(hippocam.UpdateObserver) // what its update changed is counted (metrics)
+	var before json.RawMessage
+	if observer != nil {
 		if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
 			before = c.State
 		}
@@ -342,10 +342,10 @@ func (s *Service) learnFrom(ctx context.Context, tenant, id string) error {
 	}
 	s.stats.learned.Add(1)
 	s.changed(ClusterChanged, tenant, "", tl.Cluster)
-	if sys.Name() == lessons.Name {
+	if observer != nil {
 		if c, err := s.cfg.Store.Cluster(ctx, tenant, tl.Cluster); err == nil {
-			if ev, err := lessons.Events(before, c.State); err == nil {
-				s.stats.lessonEvents(ev)
+			if ev, err := observer.Observe(before, c.State); err == nil {
+				s.stats.updateEvents(sys.Name(), ev)
 			}
 		}
 	}

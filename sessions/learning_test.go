@@ -284,8 +284,8 @@ func TestLearningLessonsWaitForAttempts(t *testing.T) {
 		t.Fatalf("%d lessons after the first of two attempts: it must wait for the second", n)
 	}
 	end("a2", "all wrong", 2)
-	if n := entries(); n == 0 || svc.Stats().LessonsAdded != int64(n) {
-		t.Fatalf("%d lessons after both attempts, %d counted as added", n, svc.Stats().LessonsAdded)
+	if n := entries(); n == 0 || svc.Stats().UpdateEventCount(lessons.Name, "added") != int64(n) {
+		t.Fatalf("%d lessons after both attempts, %d counted as added", n, svc.Stats().UpdateEventCount(lessons.Name, "added"))
 	}
 	applied := func(id string) bool {
 		c, _ := st.Cluster(ctx, "acme", "global")

@@ -151,7 +151,8 @@ func New(cfg Config) (*Service, error) {
 	}
 	library.SetBudget(cfg.Systems, cfg.AdvisoryBudget) // a hippocam cluster's context is its advisory
 	return &Service{cfg: cfg, log: cfg.Logger, locks: locks{m: map[string]*lock{}}, cache: newCache(cfg.CacheMessages),
-		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]*run{}}}, nil
+		owner: newOwner(), wake: make(chan struct{}, 1), running: running{m: map[string]*run{}},
+		stats: stats{events: countEvents(cfg.Systems)}}, nil
 }
 
 // Log keys.

@@ -348,11 +348,11 @@ func readNumericRequest(body string) (numericRequest, bool) {
 func (q *numericRequest) systemFor() string {
 	switch q.kind {
 	case reqEstimate:
-		return "regression"
+		return regressionSystem
 	case reqCurve:
-		return "hazard"
+		return hazardSystem
 	}
-	return "entities"
+	return entitiesSystem
 }
 
 // forecastLine is the advice `forecast KEY = N`, optionally followed by `± S` and `(support K)`.

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/memory/entities"
+	"github.com/hippocam/hippocam/memory/hazard"
+	"github.com/hippocam/hippocam/memory/regression"
 )
 
 // The numeric memory systems' roles (docs/sim.md, "Part 3: numeric memory"): the adapter, which
@@ -36,9 +39,9 @@ const (
 
 // Names of the numeric systems.
 const (
-	regressionSystem = "regression"
-	hazardSystem     = "hazard"
-	entitiesSystem   = "entities"
+	regressionSystem = regression.Name
+	hazardSystem     = hazard.Name
+	entitiesSystem   = entities.Name
 )
 
 // timeDims are the dimension names the adapter takes for time when nothing binds one.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/hippocamsys"
+	"github.com/hippocam/hippocam/memory/icl"
 )
 
 // The simulated router (docs/sim.md, "Part 2: tasks, advice and routing"). It reads the JSON
@@ -119,12 +121,12 @@ func routeTask(in *learn.RouterInput) learn.RouterAnswer {
 	var prefer []string
 	prefer = append(prefer, f.numeric...)
 	if f.detail {
-		prefer = append(prefer, "icl")
+		prefer = append(prefer, icl.Name)
 	}
 	if f.kept {
-		prefer = append(prefer, "hippocam")
+		prefer = append(prefer, hippocamsys.Name)
 	}
-	prefer = append(prefer, "icl")
+	prefer = append(prefer, icl.Name)
 	system := ""
 	for _, p := range prefer {
 		if offered(p) {

@@ -14,7 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/hippocam/hippocam/learn/stream"
-	"github.com/hippocam/hippocam/memory/lessons"
+	"github.com/hippocam/hippocam/memory/library"
 )
 
 // LearnCommand runs a stream of tasks under each learning condition, offline, with the
@@ -26,7 +26,7 @@ type LearnCommand struct {
 	Window     int
 	Budget     int
 	JSON       bool
-	// LessonsOut, when set, receives the lessons file (Markdown, memory/lessons.Export) the
+	// LessonsOut, when set, receives the lessons file (Markdown, library.ExportLessons) the
 	// lessons condition learned, so that it can be read, edited and imported.
 	LessonsOut string
 
@@ -190,10 +190,10 @@ func (c *LearnCommand) writeLessons(results []*stream.Result) error {
 			continue
 		}
 		for _, cl := range r.ClusterStates {
-			if cl.System != lessons.Name {
+			if cl.System != library.LessonsSystem {
 				continue
 			}
-			md, err := lessons.Export(cl.State)
+			md, err := library.ExportLessons(cl.State)
 			if err != nil {
 				return err
 			}

@@ -10,8 +10,9 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/learntest"
 	"github.com/hippocam/hippocam/memory/entities"
-	"github.com/hippocam/hippocam/memory/systemtest"
+	"github.com/hippocam/hippocam/memory/memorytest"
 )
 
 // TestSystemWithSim runs the system end to end on the simulated model: twelve spectrum scans
@@ -20,11 +21,11 @@ import (
 // thirteenth scan lists each emitter once, near its frequency and power, with its support.
 func TestSystemWithSim(t *testing.T) {
 	ctx := context.Background()
-	sys := entities.New(systemtest.Env(t))
+	sys := entities.New(learntest.Env(t))
 	var state json.RawMessage
 	const n = 12
 	for i := range n {
-		traj := systemtest.NumericTrajectory(entities.Name, i)
+		traj := memorytest.NumericTrajectory(entities.Name, i)
 		if i == 1 {
 			// The first reuse configures the cluster from the warm-up and the current task.
 			st, status, err := sys.Configure(ctx, state, &traj.Task)
@@ -49,7 +50,7 @@ func TestSystemWithSim(t *testing.T) {
 	if len(st.Refused) > 0 {
 		t.Fatalf("refused: %+v", st.Refused)
 	}
-	task := systemtest.NumericTrajectory(entities.Name, n).Task
+	task := memorytest.NumericTrajectory(entities.Name, n).Task
 	adv, err := sys.Read(ctx, state, &task, 2000)
 	if err != nil {
 		t.Fatal(err)

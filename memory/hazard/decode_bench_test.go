@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hippocam/hippocam/memory/memorytest"
 	"github.com/hippocam/hippocam/memory/numeric"
-	"github.com/hippocam/hippocam/memory/systemtest"
 )
 
 // BenchmarkDecodeState times what a read of a cluster pays before Advise: decoding the stored
@@ -21,7 +21,7 @@ func BenchmarkDecodeState(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			systemtest.BenchStateReads(b, New(nil), raw)
+			memorytest.BenchStateReads(b, New(nil), raw)
 		})
 	}
 }

@@ -33,9 +33,13 @@ const Name = "hippocam"
 // DefaultWindow is System.Window unless set.
 const DefaultWindow = 8000
 
+// MinWindow is the smallest window SetBudget keeps a cluster session within.
+const MinWindow = 512
+
 var (
 	_ hippocam.MemorySystem = (*System)(nil)
 	_ learn.Relearner       = (*System)(nil)
+	_ hippocam.BudgetSetter = (*System)(nil)
 )
 
 // System is the hippocam memory system. It is safe for concurrent use.
@@ -54,6 +58,10 @@ type System struct {
 // New returns the system over env: its model makes the engine's PRECIP and PALIM calls (roles
 // precip and palim), its tokenizer counts tokens.
 func New(env *learn.Env) *System { return &System{Window: DefaultWindow, env: env} }
+
+// SetBudget keeps the cluster session's context within the advisory budget (at least MinWindow
+// tokens), so that the context, which is the advisory, fits it.
+func (s *System) SetBudget(tokens int) { s.Window = max(tokens, MinWindow) }
 
 // Name returns "hippocam".
 func (s *System) Name() string { return Name }

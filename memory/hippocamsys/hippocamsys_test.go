@@ -8,17 +8,18 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/learntest"
 	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/memory/hippocamsys"
-	"github.com/hippocam/hippocam/memory/systemtest"
+	"github.com/hippocam/hippocam/memory/memorytest"
 )
 
 func TestSystem(t *testing.T) {
-	systemtest.Run(t, systemtest.Suite{
+	memorytest.Run(t, learntest.Suite(memorytest.Suite{
 		New:          func(env *learn.Env) hippocam.MemorySystem { return hippocamsys.New(env) },
 		Holds:        holds,
 		Consolidates: true,
-	})
+	}))
 }
 
 // holds reports whether the trajectory's originals are in the cluster session: absorbed, and
@@ -35,13 +36,13 @@ func holds(state json.RawMessage, id string) bool {
 // consolidates, and that nothing is lost: expanding the cluster session's context gives back
 // every absorbed message, in order.
 func TestUpdate_ClosedIntents(t *testing.T) {
-	env := systemtest.Env(t)
+	env := learntest.Env(t)
 	sys := hippocamsys.New(env)
 	var state json.RawMessage
 	const n = 4
 	for i := range n {
 		var err error
-		if state, err = sys.Update(t.Context(), state, []hippocam.Trajectory{systemtest.Trajectory(i)}); err != nil {
+		if state, err = sys.Update(t.Context(), state, []hippocam.Trajectory{memorytest.Trajectory(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,7 +68,7 @@ func TestUpdate_ClosedIntents(t *testing.T) {
 	}
 	var want []string
 	for i := range n {
-		for _, m := range hippocamsys.Messages(ptr(systemtest.Trajectory(i))) {
+		for _, m := range hippocamsys.Messages(ptr(memorytest.Trajectory(i))) {
 			want = append(want, m.Content)
 		}
 	}
@@ -79,7 +80,7 @@ func TestUpdate_ClosedIntents(t *testing.T) {
 		t.Errorf("the expansion is not what was absorbed:\n%q\nwant\n%q", got, want)
 	}
 	// The memories keep the facts of the tasks, and the advisory shows them without handles.
-	a, err := sys.Read(t.Context(), state, systemtest.TaskOf(n), 2000)
+	a, err := sys.Read(t.Context(), state, memorytest.TaskOf(n), 2000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +97,13 @@ func TestUpdate_ClosedIntents(t *testing.T) {
 // TestUpdate_Folds runs a small window: PALIM folds the cluster's memories as they pile up, and
 // the advisory stays within its budget.
 func TestUpdate_Folds(t *testing.T) {
-	env := systemtest.Env(t)
+	env := learntest.Env(t)
 	sys := hippocamsys.New(env)
 	sys.Window = 4000
 	var state json.RawMessage
 	for i := range 30 {
 		var err error
-		if state, err = sys.Update(t.Context(), state, []hippocam.Trajectory{systemtest.Trajectory(i)}); err != nil {
+		if state, err = sys.Update(t.Context(), state, []hippocam.Trajectory{memorytest.Trajectory(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +117,7 @@ func TestUpdate_Folds(t *testing.T) {
 	if len(st.Absorbed) != 30 {
 		t.Errorf("%d trajectories recorded as absorbed", len(st.Absorbed))
 	}
-	a, err := sys.Read(t.Context(), state, systemtest.TaskOf(30), 500)
+	a, err := sys.Read(t.Context(), state, memorytest.TaskOf(30), 500)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,13 +147,13 @@ func (a archive) Search(context.Context, string, int) ([]hippocam.SearchHit, err
 
 // TestRelearn forgets a trajectory: the state becomes exactly the one that never absorbed it.
 func TestRelearn(t *testing.T) {
-	env := systemtest.Env(t)
+	env := learntest.Env(t)
 	sys := hippocamsys.New(env)
 	sys.Window = 4000
 	grow := func(skip string) json.RawMessage {
 		var state json.RawMessage
 		for i := range 14 {
-			traj := systemtest.Trajectory(i)
+			traj := memorytest.Trajectory(i)
 			if traj.ID == skip {
 				continue
 			}

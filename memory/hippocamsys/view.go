@@ -38,3 +38,14 @@ func View(state json.RawMessage) (*StateView, error) {
 	}
 	return v, nil
 }
+
+var _ hippocam.StateViewer = (*System)(nil)
+
+// View renders state as View does and counts the messages of the cluster session's context.
+func (s *System) View(state json.RawMessage) (any, int, error) {
+	v, err := View(state)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, len(v.Context), nil
+}

@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/learntest"
 	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/memory/icl"
-	"github.com/hippocam/hippocam/memory/systemtest"
+	"github.com/hippocam/hippocam/memory/memorytest"
 )
 
 func TestSystem(t *testing.T) {
-	systemtest.Run(t, systemtest.Suite{
+	memorytest.Run(t, learntest.Suite(memorytest.Suite{
 		New:   func(env *learn.Env) hippocam.MemorySystem { return icl.New(env) },
 		Holds: holds,
-	})
+	}))
 }
 
 func holds(state json.RawMessage, id string) bool {
@@ -27,16 +28,16 @@ func holds(state json.RawMessage, id string) bool {
 // TestRead_NewestThatFit checks which trajectories an advisory shows: the newest that fit, in
 // order, each with its request, answer and feedback; the oldest go first.
 func TestRead_NewestThatFit(t *testing.T) {
-	env := systemtest.Env(t)
+	env := learntest.Env(t)
 	sys := icl.New(env)
 	var state json.RawMessage
 	for i := range 6 {
 		var err error
-		if state, err = sys.Update(t.Context(), state, []hippocam.Trajectory{systemtest.Trajectory(i)}); err != nil {
+		if state, err = sys.Update(t.Context(), state, []hippocam.Trajectory{memorytest.Trajectory(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	all, err := sys.Read(t.Context(), state, systemtest.TaskOf(6), 100000)
+	all, err := sys.Read(t.Context(), state, memorytest.TaskOf(6), 100000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestRead_NewestThatFit(t *testing.T) {
 			t.Errorf("trajectory %d is not before %d in:\n%s", i, i+1, all.Text)
 		}
 	}
-	first := systemtest.Trajectory(0)
+	first := memorytest.Trajectory(0)
 	for _, want := range []string{"Weekly sales report", "tags: revenue amazon weekly", "report_owner := Dana", "> status_filter = shipped", first.Feedback} {
 		if !strings.Contains(all.Text, want) {
 			t.Errorf("the advisory lacks %q:\n%s", want, all.Text)
@@ -65,7 +66,7 @@ func TestRead_NewestThatFit(t *testing.T) {
 	}
 	// A budget for about two trajectories keeps the two newest.
 	budget := env.Tok.Count(all.Text) * 2 / 5
-	some, err := sys.Read(t.Context(), state, systemtest.TaskOf(6), budget)
+	some, err := sys.Read(t.Context(), state, memorytest.TaskOf(6), budget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +79,8 @@ func TestRead_NewestThatFit(t *testing.T) {
 }
 
 func TestForget(t *testing.T) {
-	sys := icl.New(systemtest.Env(t))
-	state, err := sys.Update(t.Context(), nil, []hippocam.Trajectory{systemtest.Trajectory(0), systemtest.Trajectory(1), systemtest.Trajectory(2)})
+	sys := icl.New(learntest.Env(t))
+	state, err := sys.Update(t.Context(), nil, []hippocam.Trajectory{memorytest.Trajectory(0), memorytest.Trajectory(1), memorytest.Trajectory(2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestForget(t *testing.T) {
 }
 
 func TestDecode_ErrInvalid(t *testing.T) {
-	sys := icl.New(systemtest.Env(t))
+	sys := icl.New(learntest.Env(t))
 	for _, state := range []string{`[1, 2]`, `{"trajectories": 3}`} {
 		if _, err := sys.Update(t.Context(), json.RawMessage(state), nil); hippocam.ErrorCode(err) != hippocam.EINVALID {
 			t.Errorf("update of %s: err = %v, want %s", state, err, hippocam.EINVALID)

@@ -135,3 +135,37 @@ func Events(before, after json.RawMessage) (map[string]int, error) {
 	}
 	return out, nil
 }
+
+var _ hippocam.StateViewer = (*System)(nil)
+
+// View renders state as View does and counts the lessons in force.
+func (s *System) View(state json.RawMessage) (any, int, error) {
+	v, err := View(state)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := 0
+	for _, l := range v.Lessons {
+		if l.Status == Active {
+			n++
+		}
+	}
+	return v, n, nil
+}
+
+var _ hippocam.UpdateObserver = (*System)(nil)
+
+// UpdateEvents lists the changes to lessons counted in the metrics: lessons added, merged with
+// another, and superseded (kept, marked).
+func (s *System) UpdateEvents() []hippocam.UpdateEvent {
+	return []hippocam.UpdateEvent{
+		{Kind: "added", Help: "Lessons added by lessons updates."},
+		{Kind: "merged", Help: "Lessons merged by lessons updates."},
+		{Kind: "superseded", Help: "Lessons superseded by lessons updates (kept, marked)."},
+	}
+}
+
+// Observe counts the history entries of an update by event, as Events does.
+func (s *System) Observe(before, after json.RawMessage) (map[string]int, error) {
+	return Events(before, after)
+}

@@ -105,6 +105,7 @@ const (
 var _ hippocam.MemorySystem = (*System[struct{}, struct{}, struct{}])(nil)
 var _ learn.Configurer = (*System[struct{}, struct{}, struct{}])(nil)
 var _ learn.Forgetter = (*System[struct{}, struct{}, struct{}])(nil)
+var _ hippocam.StateViewer = (*System[struct{}, struct{}, struct{}])(nil)
 
 // NewSystem returns the memory system of rt; its model calls go through env (roles adapter
 // and extractor).

@@ -44,3 +44,12 @@ func ViewState(raw json.RawMessage) (*View, error) {
 	}
 	return v, nil
 }
+
+// View renders state as ViewState does and counts its entries as Entries does.
+func (s *System[B, X, D]) View(state json.RawMessage) (any, int, error) {
+	v, err := ViewState(state)
+	if err != nil {
+		return nil, 0, err
+	}
+	return v, s.Entries(state), nil
+}

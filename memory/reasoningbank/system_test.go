@@ -6,17 +6,18 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/learntest"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/memorytest"
 	"github.com/hippocam/hippocam/memory/reasoningbank"
-	"github.com/hippocam/hippocam/memory/systemtest"
 )
 
 func TestConformance(t *testing.T) {
-	systemtest.Run(t, systemtest.Suite{
+	memorytest.Run(t, learntest.Suite(memorytest.Suite{
 		New: func(env *learn.Env) hippocam.MemorySystem { return reasoningbank.New(env) },
 		Holds: func(state json.RawMessage, id string) bool {
 			var st reasoningbank.State
 			return json.Unmarshal(state, &st) == nil && slices.ContainsFunc(st.Records, func(r reasoningbank.Record) bool { return r.Trajectory == id })
 		},
-	})
+	}))
 }

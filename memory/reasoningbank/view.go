@@ -1,6 +1,10 @@
 package reasoningbank
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/hippocam/hippocam"
+)
 
 // StateView is a state as the REST API and the viewer show it: one record per trajectory learned
 // from, in the order learned, each with its request, the judge's verdict and the notes (items)
@@ -21,4 +25,19 @@ func View(state json.RawMessage) (*StateView, error) {
 		v.Records[i] = r
 	}
 	return v, nil
+}
+
+var _ hippocam.StateViewer = (*System)(nil)
+
+// View renders state as View does and counts the items (notes) of its records.
+func (s *System) View(state json.RawMessage) (any, int, error) {
+	v, err := View(state)
+	if err != nil {
+		return nil, 0, err
+	}
+	n := 0
+	for _, r := range v.Records {
+		n += len(r.Items)
+	}
+	return v, n, nil
 }

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/learntest"
 	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/memorytest"
 	"github.com/hippocam/hippocam/memory/regression"
-	"github.com/hippocam/hippocam/memory/systemtest"
 )
 
 // TestConformance runs the suite every memory system runs, on a stream of regression tasks
 // answered by the simulated model (its adapter and extractor, docs/sim.md part 3).
 func TestConformance(t *testing.T) {
-	systemtest.Run(t, systemtest.NumericSuite(regression.Name, func(env *learn.Env) hippocam.MemorySystem { return regression.New(env) }))
+	memorytest.Run(t, learntest.Suite(memorytest.NumericSuite(regression.Name, func(env *learn.Env) hippocam.MemorySystem { return regression.New(env) })))
 }

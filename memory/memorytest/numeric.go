@@ -1,4 +1,4 @@
-package systemtest
+package memorytest
 
 import (
 	"encoding/json"
@@ -110,7 +110,7 @@ func NumericTrajectory(kind string, i int) hippocam.Trajectory {
 		answer = "entity freq=101.2 power=-40"
 		feedback = fmt.Sprintf("feedback: %d of %d answered entities matched", min(seen, 1), 1)
 	default:
-		panic("systemtest: no numeric kind " + kind)
+		panic("memorytest: no numeric kind " + kind)
 	}
 	id := fmt.Sprintf("n%03d", i)
 	task := hippocam.Task{ID: id, Key: id, Attempt: 1, Messages: []hippocam.Message{

@@ -1,9 +1,12 @@
-// Package systemtest is the conformance suite every memory system runs (docs/learning.md §2):
-// its state round-trips through every ClusterStore (in memory, SQLite, and Postgres when
-// HIPPOCAM_TEST_POSTGRES holds a DSN), update after update keeps it readable within the budget
-// without changing the state it was given, a trajectory applied twice changes nothing, and 32
-// updates of one cluster at once all land. A system's test calls Run.
-package systemtest
+// Package memorytest is the conformance suite every memory system runs (docs/learning.md §2):
+// its state round-trips through every ClusterStore it is given, update after update keeps it
+// readable within the budget without changing the state it was given, a trajectory applied twice
+// changes nothing, and 32 updates of one cluster at once all land. The optional interfaces of the
+// root package are held to their word when a system declares them: a StateViewer renders an
+// empty and a learned state, a BudgetSetter keeps its advisories within the budget it was set,
+// an UpdateObserver reports what updates changed. A system's test calls Run, with the model and
+// the stores of its choice (internal/learntest has this repository's).
+package memorytest
 
 import (
 	"bytes"
@@ -14,14 +17,24 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/learn"
-	"github.com/hippocam/hippocam/sim"
-	"github.com/hippocam/hippocam/tokenizer"
 )
+
+// Store is one kind of store the suite runs on: a name and a function that opens a fresh, empty
+// one, closed when the test ends.
+type Store struct {
+	Name string
+	Open func(t *testing.T) hippocam.ClusterStore
+}
 
 // Suite says how to run the suite on one system.
 type Suite struct {
 	// New returns the system under test over env.
 	New func(env *learn.Env) hippocam.MemorySystem
+	// Env returns a fresh learning environment: the model the system's calls go to (one that
+	// answers its prompts) and the tokenizer its budgets are counted with. Required.
+	Env func(t testing.TB) *learn.Env
+	// Stores are the cluster stores the state must round-trip through. Required.
+	Stores []Store
 	// Trajectory returns the i-th finished task of the stream the suite feeds (default:
 	// Trajectory); Task the task read before it (default: its own task).
 	Trajectory func(i int) hippocam.Trajectory
@@ -38,17 +51,6 @@ type Suite struct {
 	Consolidates bool
 }
 
-// Env returns a learning environment over a fresh simulated model and the default tokenizer,
-// with usage metered by role.
-func Env(t *testing.T) *learn.Env {
-	t.Helper()
-	tok, err := tokenizer.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &learn.Env{Model: learn.NewMeter(sim.New(tok).InProcess(), hippocam.DefaultPrices), Tok: tok}
-}
-
 func (s *Suite) defaults() {
 	if s.Trajectory == nil {
 		s.Trajectory = Trajectory
@@ -63,11 +65,17 @@ func (s *Suite) defaults() {
 
 // Run runs the whole suite.
 func Run(t *testing.T, s Suite) {
+	if s.New == nil || s.Env == nil || len(s.Stores) == 0 {
+		t.Fatal("memorytest: a Suite needs New, Env and at least one store")
+	}
 	s.defaults()
 	t.Run("Empty", func(t *testing.T) { testEmpty(t, &s) })
 	t.Run("UpdateSequence", func(t *testing.T) { testUpdateSequence(t, &s) })
 	t.Run("SmallBudget", func(t *testing.T) { testSmallBudget(t, &s) })
-	for _, st := range Stores() {
+	t.Run("View", func(t *testing.T) { testView(t, &s) })
+	t.Run("Budget", func(t *testing.T) { testBudget(t, &s) })
+	t.Run("Observer", func(t *testing.T) { testObserver(t, &s) })
+	for _, st := range s.Stores {
 		t.Run("RoundTrip/"+st.Name, func(t *testing.T) { testRoundTrip(t, &s, st) })
 		t.Run("AppliedTwice/"+st.Name, func(t *testing.T) { testAppliedTwice(t, &s, st) })
 		t.Run("Concurrent/"+st.Name, func(t *testing.T) { testConcurrent(t, &s, st) })
@@ -75,7 +83,7 @@ func Run(t *testing.T, s Suite) {
 }
 
 func testEmpty(t *testing.T, s *Suite) {
-	env := Env(t)
+	env := s.Env(t)
 	sys := s.New(env)
 	if sys.Name() == "" || sys.Description() == "" {
 		t.Errorf("name %q, description %q: the router needs both", sys.Name(), sys.Description())
@@ -95,7 +103,7 @@ func testEmpty(t *testing.T, s *Suite) {
 // testUpdateSequence updates one state trajectory by trajectory and reads it after each.
 func testUpdateSequence(t *testing.T, s *Suite) {
 	const n = 12
-	env := Env(t)
+	env := s.Env(t)
 	sys := s.New(env)
 	var state json.RawMessage
 	entries := 0
@@ -138,7 +146,7 @@ func testUpdateSequence(t *testing.T, s *Suite) {
 
 // testSmallBudget reads a grown state with budgets down to almost nothing: every advisory fits.
 func testSmallBudget(t *testing.T, s *Suite) {
-	env := Env(t)
+	env := s.Env(t)
 	sys := s.New(env)
 	state := prepare(t, sys, grow(t, sys, s, 9), s.Task(9))
 	for _, budget := range []int{1, 50, 120, 400} {
@@ -156,7 +164,7 @@ func testSmallBudget(t *testing.T, s *Suite) {
 // testRoundTrip stores a grown state as a cluster, reads it back byte for byte, reads the same
 // advisory from it, and keeps updating it through the store.
 func testRoundTrip(t *testing.T, s *Suite, store Store) {
-	env := Env(t)
+	env := s.Env(t)
 	sys := s.New(env)
 	cs := store.Open(t)
 	state := prepare(t, sys, grow(t, sys, s, 6), s.Task(6))
@@ -192,7 +200,7 @@ func testRoundTrip(t *testing.T, s *Suite, store Store) {
 
 // testAppliedTwice applies trajectories again, alone and among new ones: only the new ones count.
 func testAppliedTwice(t *testing.T, s *Suite, store Store) {
-	env := Env(t)
+	env := s.Env(t)
 	sys := s.New(env)
 	cs := store.Open(t)
 	mustCreateCluster(t, cs, sys, "c1")
@@ -230,7 +238,7 @@ func testAppliedTwice(t *testing.T, s *Suite, store Store) {
 // update, commit from the version read, again on ECONFLICT): all of them land.
 func testConcurrent(t *testing.T, s *Suite, store Store) {
 	const updaters = 32
-	env := Env(t)
+	env := s.Env(t)
 	sys := s.New(env)
 	cs := store.Open(t)
 	mustCreateCluster(t, cs, sys, "c1")

@@ -1,4 +1,8 @@
-package systemtest
+// Package learntest holds the fixtures the tests of the learning layer share: a learning
+// environment over the simulated model, and the cluster stores the memory systems' conformance
+// suite (memory/memorytest) runs on. The suite itself takes both from its caller; this package
+// is where this repository's tests choose them.
+package learntest
 
 import (
 	"context"
@@ -12,8 +16,12 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/inmem"
+	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/memorytest"
 	"github.com/hippocam/hippocam/postgres"
+	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
+	"github.com/hippocam/hippocam/tokenizer"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,24 +29,40 @@ import (
 // tests may use; without it the Postgres store is left out.
 const PostgresEnv = "HIPPOCAM_TEST_POSTGRES"
 
-// Store is one kind of store the suite runs on: a name and a function that opens a fresh, empty
-// one, closed when the test ends.
-type Store struct {
-	Name string
-	Open func(t *testing.T) hippocam.ClusterStore
+// Env returns a learning environment over a fresh simulated model and the default tokenizer,
+// with usage metered by role.
+func Env(t testing.TB) *learn.Env {
+	t.Helper()
+	tok, err := tokenizer.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &learn.Env{Model: learn.NewMeter(sim.New(tok).InProcess(), hippocam.DefaultPrices), Tok: tok}
 }
 
 // Stores returns the stores every system runs on: the in-memory store, SQLite in a temporary
 // file, and Postgres in a fresh schema when PostgresEnv holds a DSN.
-func Stores() []Store {
-	list := []Store{
-		{"inmem", func(t *testing.T) hippocam.ClusterStore { return inmem.New() }},
-		{"sqlite", openSQLite},
+func Stores() []memorytest.Store {
+	list := []memorytest.Store{
+		{Name: "inmem", Open: func(t *testing.T) hippocam.ClusterStore { return inmem.New() }},
+		{Name: "sqlite", Open: openSQLite},
 	}
 	if os.Getenv(PostgresEnv) != "" {
-		list = append(list, Store{"postgres", openPostgres})
+		list = append(list, memorytest.Store{Name: "postgres", Open: openPostgres})
 	}
 	return list
+}
+
+// Suite completes s with this repository's fixtures where it leaves them out: Env and the
+// Stores.
+func Suite(s memorytest.Suite) memorytest.Suite {
+	if s.Env == nil {
+		s.Env = Env
+	}
+	if s.Stores == nil {
+		s.Stores = Stores()
+	}
+	return s
 }
 
 func openSQLite(t *testing.T) hippocam.ClusterStore {
@@ -55,7 +79,7 @@ func openSQLite(t *testing.T) hippocam.ClusterStore {
 func openPostgres(t *testing.T) hippocam.ClusterStore {
 	t.Helper()
 	base := os.Getenv(PostgresEnv)
-	schema := "hippocam_systemtest_" + strings.ToLower(rand.Text()[:12])
+	schema := "hippocam_memorytest_" + strings.ToLower(rand.Text()[:12])
 	exec := func(ctx context.Context, sql string) error {
 		conn, err := pgx.Connect(ctx, base)
 		if err != nil {
