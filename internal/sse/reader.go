@@ -26,6 +26,11 @@ type Event struct {
 // ignored. An event with no data line is not dispatched. A Reader is not safe for concurrent
 // use.
 type Reader struct {
+	// Check, when set, sees every line but the blank ones before the reader applies it (a
+	// checker of a stream's exact form rejects what the standard lets pass); an error it
+	// returns ends the stream with that error.
+	Check func(line []byte) error
+
 	br     *bufio.Reader
 	line   []byte
 	data   []byte
@@ -61,6 +66,12 @@ func (r *Reader) Next() (Event, error) {
 			}
 			r.name = ""
 			continue
+		}
+		if r.Check != nil {
+			if err := r.Check(line); err != nil {
+				r.err = err
+				return Event{}, err
+			}
 		}
 		r.field(line)
 	}
