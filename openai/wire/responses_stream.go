@@ -421,8 +421,8 @@ type ResponseEvent struct {
 // flushes after each event when its writer is an http.Flusher. The caller sets the HTTP headers
 // (Content-Type: text/event-stream). A ResponseStream is not safe for concurrent use.
 type ResponseStream struct {
-	sse     *sse.Writer
-	seq     int
+	sse *sse.Writer
+	seq int
 	// id is the response id; output the items sent so far, the last still open while text is
 	// streaming into it (open).
 	id     string
