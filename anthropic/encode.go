@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/jsonx"
 	"github.com/hippocam/hippocam/internal/params"
 )
 
@@ -427,7 +428,7 @@ func (c *Client) applyExtra(wr *Request, req *hippocam.Request) error {
 	for _, k := range dropped {
 		drop(k)
 	}
-	for _, k := range sortedKeys(out) {
+	for _, k := range jsonx.SortedKeys(out) {
 		v := out[k]
 		var err error
 		switch k {

@@ -2,7 +2,8 @@
 // 2023-06-01) for Hippocam: it reads an agent's Messages request into a hippocam.Conversation,
 // writes answers back in that format (whole or as server-sent events), and is a hippocam.Model
 // backed by an Anthropic endpoint. The JSON shapes are written by hand in this file; objects
-// keep the fields they do not know and write them back unchanged.
+// keep the fields they do not know and write them back unchanged (internal/jsonx), and streams
+// go through internal/sse.
 package anthropic
 
 import (
@@ -12,8 +13,9 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/hippocam/hippocam/internal/jsonx"
 )
 
 // Version is the anthropic-version header the client sends.
@@ -117,8 +119,9 @@ const (
 	ErrorOverloaded      = "overloaded_error"
 )
 
-// Extra holds the JSON members of an object that its Go type does not declare, verbatim.
-type Extra map[string]json.RawMessage
+// Extra holds the JSON members of an object that its Go type does not declare, verbatim
+// (internal/jsonx).
+type Extra = jsonx.Extra
 
 // Request is the body of POST /v1/messages. Members it does not declare are kept in Extra and
 // written back after the declared ones, in key order.
@@ -266,7 +269,7 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 	for _, k := range blockFields(nb.Type) {
 		declared[k] = true
 	}
-	keys := sortedKeys(members)
+	keys := jsonx.SortedKeys(members)
 	for _, k := range keys {
 		v := members[k]
 		var err error
@@ -483,58 +486,18 @@ type ErrorBody struct {
 }
 
 // decodeWithExtra fills v (a pointer to an alias struct) from data and returns the members
-// that v's type does not name in its json tags.
-func decodeWithExtra(data []byte, v any) (Extra, error) {
-	if err := json.Unmarshal(data, v); err != nil {
-		return nil, err
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(data, &all); err != nil {
-		return nil, err
-	}
-	for k := range declaredKeys(v) {
-		delete(all, k)
-	}
-	if len(all) == 0 {
-		return nil, nil
-	}
-	return Extra(all), nil
-}
+// v's type does not declare.
+func decodeWithExtra(data []byte, v any) (Extra, error) { return jsonx.Decode(data, v) }
 
 // encodeWithExtra writes v (an alias struct) and appends the extra members in key order,
-// leaving out those whose key v's type declares, so that no key is written twice.
+// leaving out those whose key v's type declares, so that no key is written twice; a member
+// that is not valid JSON is an error.
 func encodeWithExtra(v any, extra Extra) ([]byte, error) {
 	b, err := marshal(v)
-	if err != nil || len(extra) == 0 {
+	if err != nil {
 		return b, err
 	}
-	declared := declaredKeys(v)
-	o := &object{b: append([]byte(nil), b[:len(b)-1]...)}
-	if len(b) > 2 {
-		o.n = 1
-	}
-	for _, k := range sortedKeys(extra) {
-		if !declared[k] {
-			o.putRaw(k, extra[k])
-		}
-	}
-	return o.close()
-}
-
-// declaredKeys returns the member names in the json tags of v's struct type (v a struct or a
-// pointer to one).
-func declaredKeys(v any) map[string]bool {
-	t := reflect.TypeOf(v)
-	if t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	keys := make(map[string]bool, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" && name != "-" {
-			keys[name] = true
-		}
-	}
-	return keys
+	return jsonx.Append(b, extra, jsonx.Options{Skip: jsonx.Declared(reflect.TypeOf(v)), Check: true})
 }
 
 // object writes a JSON object member by member, raw values verbatim.
@@ -580,7 +543,7 @@ func (o *object) put(key string, v any) {
 
 // extra adds the members of e in key order.
 func (o *object) extra(e Extra) {
-	for _, k := range sortedKeys(e) {
+	for _, k := range jsonx.SortedKeys(e) {
 		o.putRaw(k, e[k])
 	}
 }
@@ -602,14 +565,4 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -1,15 +1,13 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 )
 
 // streamPiece is the most bytes of text or arguments one streamed delta carries.
@@ -281,8 +279,7 @@ func objectArgs(args string) string {
 // After the first write error every method returns that error and writes nothing. A
 // StreamWriter is not safe for concurrent use.
 type StreamWriter struct {
-	w       io.Writer
-	flusher http.Flusher
+	sse     *sse.Writer
 	header  func()
 	model   string
 	id      string
@@ -297,13 +294,8 @@ type StreamWriter struct {
 // NewStreamWriter returns a StreamWriter that writes the response of message id from model to
 // w. It writes nothing yet.
 func NewStreamWriter(w http.ResponseWriter, model, id string) *StreamWriter {
-	s := &StreamWriter{w: w, model: model, id: id}
-	s.flusher, _ = w.(http.Flusher)
-	s.header = func() {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.WriteHeader(http.StatusOK)
-	}
+	s := &StreamWriter{sse: sse.NewWriter(w), model: model, id: id}
+	s.header = func() { sse.Header(w) }
 	return s
 }
 
@@ -341,7 +333,7 @@ func (s *StreamWriter) Text(delta string) error {
 		s.closeBlock()
 		s.openBlock(Block{Type: BlockText})
 	}
-	for _, p := range pieces(delta) {
+	for _, p := range sse.Split(delta, streamPiece) {
 		s.delta(deltaEvent{Type: deltaText, Text: &p})
 	}
 	return s.flush()
@@ -357,7 +349,7 @@ func (s *StreamWriter) ToolCall(c hippocam.ToolCall) error {
 	c = hippocam.UpstreamCall(c) // Messages has neither namespaces nor custom tools
 	s.closeBlock()
 	s.openBlock(Block{Type: BlockToolUse, ID: c.ID, Name: c.Name, Input: json.RawMessage(emptyInput)})
-	for _, p := range pieces(objectArgs(c.Arguments)) {
+	for _, p := range sse.Split(objectArgs(c.Arguments), streamPiece) {
 		s.delta(deltaEvent{Type: deltaInputJSON, PartialJSON: &p})
 	}
 	s.closeBlock()
@@ -382,7 +374,7 @@ func (s *StreamWriter) Part(p hippocam.Part) error {
 		return s.flush()
 	}
 	s.openBlock(Block{Type: BlockThinking, Extra: b.Extra})
-	for _, t := range pieces(b.Thinking) {
+	for _, t := range sse.Split(b.Thinking, streamPiece) {
 		s.delta(deltaEvent{Type: deltaThinking, Thinking: &t})
 	}
 	if b.Signature != "" {
@@ -522,39 +514,13 @@ func (s *StreamWriter) event(name string, v any) {
 		s.err = fmt.Errorf("encode %s event: %w", name, err)
 		return
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(name) + len(b) + 16)
-	buf.WriteString("event: ")
-	buf.WriteString(name)
-	buf.WriteString("\ndata: ")
-	buf.Write(b)
-	buf.WriteString("\n\n")
-	if _, err := s.w.Write(buf.Bytes()); err != nil {
-		s.err = err
-	}
+	s.err = s.sse.Write(name, b)
 }
 
 // flush sends what was written, when w can flush, and returns the first error.
 func (s *StreamWriter) flush() error {
-	if s.err == nil && s.flusher != nil {
-		s.flusher.Flush()
+	if s.err == nil {
+		s.err = s.sse.Flush()
 	}
 	return s.err
-}
-
-// pieces cuts s into pieces of at most streamPiece bytes, never inside a character.
-func pieces(s string) []string {
-	var out []string
-	for s != "" {
-		n := min(streamPiece, len(s))
-		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		if n == 0 {
-			_, n = utf8.DecodeRuneInString(s)
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
 }

@@ -6,13 +6,13 @@ package bench
 // archive on each store.
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +22,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,11 +30,14 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
+	"github.com/hippocam/hippocam/internal/sse"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	_ "modernc.org/sqlite" // the "sqlite" driver, for bulk loads into the store's file
 )
 
@@ -1249,25 +1251,24 @@ func (r *providerRig) stream(ctx context.Context, base, session string, body []b
 }
 
 // readTimedStream reads a chat completion's events up to "data: [DONE]", assembling the answer
-// (text joined, tool calls merged by index) and timing, from t0, the first event that carries
-// content and the end. An error event or a stream that ends early is an error.
+// (wire.ChunkAssembler, every tool-call delta with its index) and timing, from t0, the first
+// event that carries content and the end. An error event or a stream that ends early is an
+// error.
 func readTimedStream(body io.Reader, t0 time.Time) (streamed, error) {
 	var s streamed
-	var text strings.Builder
-	calls := map[int]*wire.ToolCall{}
-	br := bufio.NewReaderSize(body, 64<<10)
+	asm := wire.ChunkAssembler{RequireIndex: true}
+	sr := sse.NewReader(body)
 	for {
-		line, err := br.ReadBytes('\n')
-		data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
-		data = bytes.TrimSpace(data)
+		ev, err := sr.Next()
+		data := bytes.TrimSpace(ev.Data)
 		switch {
-		case !ok || len(data) == 0:
+		case len(data) == 0:
 		case string(data) == "[DONE]":
 			s.total = time.Since(t0)
 			if s.ttfb == 0 {
 				s.ttfb = s.total // an empty answer: its first byte is its end
 			}
-			s.answer = assembled(text.String(), calls)
+			s.answer = assembled(&asm)
 			return s, nil
 		default:
 			var ev struct {
@@ -1286,24 +1287,9 @@ func readTimedStream(body io.Reader, t0 time.Time) (streamed, error) {
 						s.ttfb = time.Since(t0)
 					}
 				}
-				if ch.Delta.Content != nil {
-					text.WriteString(*ch.Delta.Content)
-				}
-				for _, d := range ch.Delta.ToolCalls {
-					if d.Index == nil {
-						return s, fmt.Errorf("a tool-call delta without an index")
-					}
-					tc := calls[*d.Index]
-					if tc == nil {
-						tc = &wire.ToolCall{Type: "function"}
-						calls[*d.Index] = tc
-					}
-					if d.ID != "" {
-						tc.ID = d.ID
-					}
-					tc.Function.Name += d.Function.Name
-					tc.Function.Arguments += d.Function.Arguments
-				}
+			}
+			if aerr := asm.Add(ev.ChatChunk); aerr != nil {
+				return s, aerr
 			}
 		}
 		if err == io.EOF {
@@ -1315,19 +1301,13 @@ func readTimedStream(body io.Reader, t0 time.Time) (streamed, error) {
 }
 
 // assembled is a streamed answer as the client resends it: content null when it only calls
-// tools, tool calls in index order.
-func assembled(text string, calls map[int]*wire.ToolCall) wire.ChatMessage {
-	m := wire.ChatMessage{Role: string(hippocam.RoleAssistant), Content: wire.StringContent(text)}
-	idx := make([]int, 0, len(calls))
-	for i := range calls {
-		idx = append(idx, i)
-	}
-	slices.Sort(idx)
-	for _, i := range idx {
-		m.ToolCalls = append(m.ToolCalls, *calls[i])
-	}
-	if text == "" && len(m.ToolCalls) > 0 {
-		m.Content = json.RawMessage("null")
+// tools, tool calls in index order, of type function when the stream left the type out.
+func assembled(asm *wire.ChunkAssembler) wire.ChatMessage {
+	m := asm.Message()
+	for i := range m.ToolCalls {
+		if m.ToolCalls[i].Type == "" {
+			m.ToolCalls[i].Type = "function"
+		}
 	}
 	return m
 }
@@ -1371,72 +1351,35 @@ func (s promSeries) sum(name, label, value string) float64 {
 	return total
 }
 
-// readPromText reads the text exposition format: `name{label="value",…} value [timestamp]`
-// lines; comments and blank lines are skipped. A line it cannot read is an error.
+// readPromText reads the text exposition format with the Prometheus parser (expfmt): each
+// sample of a counter, gauge or untyped family is one promSample, families in name order, a
+// family's samples in the order they came. Histograms and summaries, which this report does not
+// read, are skipped. A text the parser cannot read is an error.
 func readPromText(r io.Reader) (promSeries, error) {
-	var out promSeries
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		x, err := readPromSample(line)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %d: %v", n, err)
-		}
-		out = append(out, x)
-	}
-	return out, sc.Err()
-}
-
-func readPromSample(line string) (promSample, error) {
-	x := promSample{labels: map[string]string{}}
-	end := strings.IndexAny(line, "{ ")
-	if end <= 0 {
-		return x, fmt.Errorf("no value in %q", line)
-	}
-	x.name, line = line[:end], line[end:]
-	if strings.HasPrefix(line, "{") {
-		line = line[1:]
-		for {
-			line = strings.TrimLeft(line, " ,")
-			if strings.HasPrefix(line, "}") {
-				line = line[1:]
-				break
-			}
-			eq := strings.Index(line, `="`)
-			if eq <= 0 {
-				return x, fmt.Errorf("cannot read the labels of %s", x.name)
-			}
-			key := strings.TrimSpace(line[:eq])
-			var val strings.Builder
-			i := eq + 2
-			for ; i < len(line) && line[i] != '"'; i++ {
-				if line[i] == '\\' && i+1 < len(line) {
-					i++
-					if line[i] == 'n' {
-						val.WriteByte('\n')
-						continue
-					}
-				}
-				val.WriteByte(line[i])
-			}
-			if i >= len(line) {
-				return x, fmt.Errorf("an unterminated label value in %s", x.name)
-			}
-			x.labels[key], line = val.String(), line[i+1:]
-		}
-	}
-	fields := strings.Fields(line)
-	if len(fields) == 0 {
-		return x, fmt.Errorf("no value for %s", x.name)
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return x, fmt.Errorf("the value of %s: %v", x.name, err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	x.value = v
-	return x, nil
+	var out promSeries
+	for _, name := range slices.Sorted(maps.Keys(families)) {
+		for _, m := range families[name].GetMetric() {
+			x := promSample{name: name, labels: map[string]string{}}
+			switch {
+			case m.Counter != nil:
+				x.value = m.Counter.GetValue()
+			case m.Gauge != nil:
+				x.value = m.Gauge.GetValue()
+			case m.Untyped != nil:
+				x.value = m.Untyped.GetValue()
+			default:
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				x.labels[l.GetName()] = l.GetValue()
+			}
+			out = append(out, x)
+		}
+	}
+	return out, nil
 }

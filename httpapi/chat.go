@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sessions"
 )
@@ -101,6 +102,9 @@ func chatUsage(u hippocam.RoleUsage) *wire.Usage {
 	}
 }
 
+// chatPiece is the most bytes of text one content chunk of the proxy's chat stream carries.
+const chatPiece = 256
+
 // chatStream writes an answer as chat.completion.chunk events, the way a streaming model does:
 // the role, the content as it comes, each tool call whole, the finish reason, the usage when
 // the request asked for it (stream_options.include_usage), then [DONE]. A step that fails
@@ -108,20 +112,20 @@ func chatUsage(u hippocam.RoleUsage) *wire.Usage {
 type chatStream struct {
 	w   http.ResponseWriter
 	req *wire.ChatRequest
-	sse *eventStream
+	sse *sse.Writer
 	id  string
 	at  int64
 }
 
 func (c *chatStream) open(id streamID) error {
 	c.id, c.at = chatID(id.session, id.answer), id.created
-	c.sse = newEventStream(c.w)
+	c.sse = sse.Start(c.w)
 	empty := ""
 	return c.chunk(wire.Delta{Role: "assistant", Content: &empty}, nil, nil, false)
 }
 
 func (c *chatStream) text(piece string) error {
-	for _, part := range splitText(piece, 256) {
+	for _, part := range sse.Split(piece, chatPiece) {
 		if err := c.chunk(wire.Delta{Content: &part}, nil, nil, false); err != nil {
 			return err
 		}
@@ -146,7 +150,7 @@ func (c *chatStream) finish(res *sessions.Result) error {
 			return err
 		}
 	}
-	return c.sse.data([]byte("[DONE]"))
+	return c.sse.Data([]byte("[DONE]"))
 }
 
 func (c *chatStream) whole(id streamID, res *sessions.Result) error {
@@ -162,7 +166,7 @@ func (c *chatStream) whole(id streamID, res *sessions.Result) error {
 }
 
 func (c *chatStream) fail(err error) error {
-	return c.sse.data(refuse(hippocam.FormatChat, err).chunk())
+	return c.sse.Data(refuse(hippocam.FormatChat, err).chunk())
 }
 
 // chunk writes one chat.completion.chunk; noChoice writes the usage chunk, whose choices are [].
@@ -176,46 +180,5 @@ func (c *chatStream) chunk(delta wire.Delta, finish *string, u *wire.Usage, noCh
 	if err != nil {
 		return fmt.Errorf("encode chunk: %w", err)
 	}
-	return c.sse.data(b)
-}
-
-// eventStream writes server-sent events, flushing each.
-type eventStream struct {
-	w http.ResponseWriter
-	f http.Flusher
-}
-
-func newEventStream(w http.ResponseWriter) *eventStream {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
-	return &eventStream{w: w, f: f}
-}
-
-// data writes one "data:" event and flushes it. It returns the write's error.
-func (e *eventStream) data(b []byte) error {
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(append(append(buf, "data: "...), b...), "\n\n"...)
-	if _, err := e.w.Write(buf); err != nil {
-		return err
-	}
-	if e.f != nil {
-		e.f.Flush()
-	}
-	return nil
-}
-
-// splitText cuts text into pieces of at most n bytes on rune boundaries.
-func splitText(text string, n int) []string {
-	var parts []string
-	for len(text) > n {
-		cut := n
-		for cut > 0 && text[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		parts = append(parts, text[:cut])
-		text = text[cut:]
-	}
-	return append(parts, text)
+	return c.sse.Data(b)
 }

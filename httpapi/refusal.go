@@ -69,13 +69,22 @@ type upstreamError interface {
 // formatOf is the inbound format a path belongs to, for routes that fail before a handler
 // knows it (authentication, unknown routes).
 func formatOf(path string) hippocam.Format {
-	switch {
-	case strings.HasPrefix(path, "/v1/messages"):
-		return hippocam.FormatAnthropic
-	case strings.HasPrefix(path, "/v1/responses"):
-		return hippocam.FormatResponses
+	for _, p := range formatPaths {
+		if strings.HasPrefix(path, p.prefix) {
+			return p.format
+		}
 	}
 	return hippocam.FormatChat
+}
+
+// formatPaths names the inbound format of the paths under each prefix; a path under none is
+// answered in the chat format. A new inbound format adds its prefix here.
+var formatPaths = []struct {
+	prefix string
+	format hippocam.Format
+}{
+	{"/v1/messages", hippocam.FormatAnthropic},
+	{"/v1/responses", hippocam.FormatResponses},
 }
 
 // refuse tells err in format f. Internal details never reach the client; the upstream's own

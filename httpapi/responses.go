@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sessions"
 )
@@ -71,10 +72,8 @@ type responsesStream struct {
 
 func (s *responsesStream) open(id streamID) error {
 	s.id, s.at = responseID(id.session, id.answer), id.created
-	s.w.Header().Set("Content-Type", "text/event-stream")
-	s.w.Header().Set("Cache-Control", "no-cache")
-	s.w.WriteHeader(http.StatusOK)
-	s.rs = wire.NewResponseStream(flushWriter{s.w})
+	sse.Header(s.w)
+	s.rs = wire.NewResponseStream(s.w) // it flushes every event
 	start := responseOf(s.conv, s.id, s.at, nil)
 	return s.rs.Start(&start)
 }
@@ -109,17 +108,6 @@ func (s *responsesStream) fail(err error) error {
 	}
 	start := responseOf(s.conv, s.id, s.at, nil)
 	return s.rs.Fail(&start, code, r.message)
-}
-
-// flushWriter flushes after every write, so that stream events leave at once.
-type flushWriter struct{ w http.ResponseWriter }
-
-func (f flushWriter) Write(b []byte) (int, error) {
-	n, err := f.w.Write(b)
-	if fl, ok := f.w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	return n, err
 }
 
 // responseID names an answer of a session.

@@ -1,25 +1,10 @@
 package learn
 
-import (
-	"math"
-	"slices"
-	"unicode"
-	"unicode/utf8"
-)
+import "github.com/hippocam/hippocam/internal/bm25"
 
 // Retrieval: which stored texts (lessons, earlier tasks' requests) are most like a query. The
 // memory systems use it through Retriever, so that an embedding endpoint can take BM25's place.
-//
-// Why hand-written BM25 and not SQLite's FTS5, which the modernc driver already carries: the
-// systems rank a few hundred short texts per call, held in memory, never an index that outlives
-// the call. FTS5 would need a database, a virtual table and one insert per text on every call,
-// and it would tie this package (and the simulated model, which reads its contracts) to the SQL
-// driver. Measured with BenchmarkTop (retrieve_test.go) on 200 texts of 40 words and a query of
-// 30 words, on the project's two-core machine: this code takes 0.37–0.53 ms and 50 allocations
-// per call; FTS5 in an in-memory database (table made, texts inserted in one transaction,
-// ranked by bm25()) takes 2.6–3.5 ms and 1,675 allocations. A Go search library (bleve) would
-// bring a persistent-index engine and dozens of modules for the same hundred lines. The formula
-// is Okapi BM25 with Lucene's non-negative idf (below).
+// The BM25 itself, and why it is hand-written, is internal/bm25.
 
 // Retriever ranks documents against a query.
 type Retriever interface {
@@ -29,173 +14,18 @@ type Retriever interface {
 	Top(query string, docs []string, k int) []int
 }
 
-// BM25 parameters: term-frequency saturation and length normalisation, the usual values.
-const (
-	bm25K1 = 1.2
-	bm25B  = 0.75
-)
-
-type bm25 struct{}
+type bm25Retriever struct{}
 
 // NewBM25 returns Okapi BM25 (k1 = 1.2, b = 0.75) over words: lower-cased runs of letters,
-// digits and '_'. Each distinct query word counts once. Its idf is ln(1 + (N − n + 0.5) / (n +
-// 0.5)) for a word in n of the N documents, as Lucene's, so that a word found in most documents
-// still counts a little instead of counting against them. It is deterministic and safe for
-// concurrent use.
-func NewBM25() Retriever { return bm25{} }
+// digits and '_' (internal/bm25). It is deterministic and safe for concurrent use.
+func NewBM25() Retriever { return bm25Retriever{} }
 
 // Top implements Retriever.
-func (bm25) Top(query string, docs []string, k int) []int {
-	if k <= 0 || len(docs) == 0 {
-		return nil
-	}
-	terms := map[string]int{} // query word -> its index
-	var buf []byte
-	eachWord(query, &buf, func(w []byte) {
-		if _, ok := terms[string(w)]; !ok {
-			terms[string(w)] = len(terms)
-		}
-	})
-	if len(terms) == 0 {
-		return nil
-	}
-	q := len(terms)
-	tf := make([]int32, len(docs)*q) // tf[d*q+t]: how often query word t occurs in doc d
-	length := make([]int, len(docs))
-	df := make([]int, q)
-	total := 0
-	for d, doc := range docs {
-		row := tf[d*q : (d+1)*q]
-		eachWord(doc, &buf, func(w []byte) {
-			length[d]++
-			if t, ok := terms[string(w)]; ok {
-				if row[t] == 0 {
-					df[t]++
-				}
-				row[t]++
-			}
-		})
-		total += length[d]
-	}
-	n := float64(len(docs))
-	avg := max(float64(total)/n, 1)
-	idf := make([]float64, q)
-	for t := range idf {
-		idf[t] = bm25IDF(n, df[t])
-	}
-	type hit struct {
-		doc   int
-		score float64
-	}
-	var hits []hit
-	for d := range docs {
-		norm := bm25Norm(length[d], avg)
-		score := 0.0
-		for t, f := range tf[d*q : (d+1)*q] {
-			if f > 0 {
-				score += idf[t] * bm25TF(int(f), norm)
-			}
-		}
-		if score > 0 {
-			hits = append(hits, hit{d, score})
-		}
-	}
-	slices.SortStableFunc(hits, func(a, b hit) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return 0
-	})
-	out := make([]int, 0, min(k, len(hits)))
-	for _, h := range hits[:min(k, len(hits))] {
-		out = append(out, h.doc)
-	}
-	return out
-}
+func (bm25Retriever) Top(query string, docs []string, k int) []int { return bm25.Top(query, docs, k) }
 
-// bm25IDF is the weight of a word found in df of n documents: Lucene's non-negative idf.
-func bm25IDF(n float64, df int) float64 {
-	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-}
-
-// bm25Norm is the length normalisation of a document of length words, avg the mean length.
-func bm25Norm(length int, avg float64) float64 {
-	return bm25K1 * (1 - bm25B + bm25B*float64(length)/avg)
-}
-
-// bm25TF is the saturated weight of a word found f times in a document of normalisation norm.
-func bm25TF(f int, norm float64) float64 {
-	return float64(f) * (bm25K1 + 1) / (float64(f) + norm)
-}
-
-// Coverage scores every document against query with the BM25 of NewBM25 (same words, same
-// idf, same saturation and length normalisation), and gives beside each score the document's
-// ceiling: the score a query holding every word of that document would reach. score/ceiling is
-// the share of the document's weight the query covers, 1 when every word of the document
-// occurs in the query; it does not grow with the query's length, so it can be held to a fixed
-// threshold where a raw score cannot (a raw score grows with the idf, that is with how many
-// documents there are). A document with no word has ceiling 0.
+// Coverage scores every document against query with the BM25 of NewBM25 and gives beside each
+// score the document's ceiling, the score a query holding every word of that document would
+// reach: score/ceiling is the share of the document's weight the query covers (bm25.Coverage).
 func Coverage(query string, docs []string) (scores, ceilings []float64) {
-	scores, ceilings = make([]float64, len(docs)), make([]float64, len(docs))
-	if len(docs) == 0 {
-		return scores, ceilings
-	}
-	var buf []byte
-	inQuery := map[string]bool{}
-	eachWord(query, &buf, func(w []byte) { inQuery[string(w)] = true })
-	// Per document its distinct words in the order they first occur (so that the sums below
-	// are the same on every run: a score equals its ceiling exactly when all words are covered).
-	words := make([][]string, len(docs))
-	counts := make([]map[string]int, len(docs))
-	length := make([]int, len(docs))
-	df := map[string]int{}
-	total := 0
-	for d, doc := range docs {
-		counts[d] = map[string]int{}
-		eachWord(doc, &buf, func(w []byte) {
-			length[d]++
-			if counts[d][string(w)]++; counts[d][string(w)] == 1 {
-				words[d] = append(words[d], string(w))
-				df[string(w)]++
-			}
-		})
-		total += length[d]
-	}
-	n := float64(len(docs))
-	avg := max(float64(total)/n, 1)
-	for d := range docs {
-		norm := bm25Norm(length[d], avg)
-		for _, w := range words[d] {
-			v := bm25IDF(n, df[w]) * bm25TF(counts[d][w], norm)
-			ceilings[d] += v
-			if inQuery[w] {
-				scores[d] += v
-			}
-		}
-	}
-	return scores, ceilings
-}
-
-// eachWord calls fn with every word of s, lower-cased, in *scratch (which fn must not keep).
-func eachWord(s string, scratch *[]byte, fn func(w []byte)) {
-	buf := (*scratch)[:0]
-	defer func() { *scratch = buf }()
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' {
-			buf = utf8.AppendRune(buf, unicode.ToLower(r))
-			continue
-		}
-		if len(buf) > 0 {
-			fn(buf)
-			buf = buf[:0]
-		}
-	}
-	if len(buf) > 0 {
-		fn(buf)
-	}
+	return bm25.Coverage(query, docs)
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
-	"strings"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/internal/httpretry"
@@ -73,14 +71,14 @@ func (c *Client) stream(ctx context.Context, req *hippocam.Request, deliver func
 	if err != nil {
 		return nil, err
 	}
-	var asm *assembler
+	var asm *wire.ChunkAssembler
 	err = c.do(ctx, &exchange{
 		op: "chat completion stream", method: http.MethodPost, path: "/chat/completions",
 		body: body, role: roleOf(req), accept: "text/event-stream",
 		read: func(resp *http.Response, a *httpretry.Attempt) error {
-			asm = &assembler{byIndex: map[int]*partialCall{}}
+			asm = &wire.ChunkAssembler{}
 			return readEvents(resp.Body, a, func(ch wire.ChatChunk) (bool, error) {
-				asm.add(ch)
+				_ = asm.Add(ch) // no error: indices are not required
 				delivered, err := deliver(ch)
 				if err != nil {
 					return delivered, callbackError{err}
@@ -96,7 +94,7 @@ func (c *Client) stream(ctx context.Context, req *hippocam.Request, deliver func
 		}
 		return nil, c.structuredError(req, err)
 	}
-	resp, err := asm.response()
+	resp, err := response(asm)
 	if err == nil {
 		hippocam.RestoreCalls(req.Tools, hippocam.FormatChat, &resp.Message)
 	}
@@ -182,116 +180,11 @@ func readEvents(body io.Reader, a *httpretry.Attempt, fn func(wire.ChatChunk) (b
 	return httpretry.ReadEvents(body, a, maxStreamBytes, event, end)
 }
 
-// partialCall is a tool call being assembled from deltas.
-type partialCall struct {
-	index int
-	call  wire.ToolCall
-	args  strings.Builder
-}
-
-// assembler builds the first choice's whole message from a stream's deltas.
-type assembler struct {
-	role    string
-	content strings.Builder
-	calls   []*partialCall
-	byIndex map[int]*partialCall
-	finish  string
-	usage   *wire.Usage
-}
-
-// add takes in one chunk.
-func (a *assembler) add(ch wire.ChatChunk) {
-	if ch.Usage != nil {
-		a.usage = ch.Usage
-	}
-	for _, cc := range ch.Choices {
-		if cc.Index != 0 {
-			continue
-		}
-		d := cc.Delta
-		if d.Role != "" {
-			a.role = d.Role
-		}
-		if d.Content != nil {
-			a.content.WriteString(*d.Content)
-		}
-		for _, tc := range d.ToolCalls {
-			a.addCall(tc)
-		}
-		if cc.FinishReason != nil && *cc.FinishReason != "" {
-			a.finish = *cc.FinishReason
-		}
-	}
-}
-
-// addCall merges one tool-call delta. Deltas carry an index; for servers that leave it out, a
-// new id starts a new call and a delta without an id continues the last one.
-func (a *assembler) addCall(tc wire.ToolCall) {
-	var p *partialCall
-	switch {
-	case tc.Index != nil:
-		p = a.byIndex[*tc.Index]
-		if p == nil {
-			p = a.newCall(*tc.Index)
-		}
-	case tc.ID != "":
-		for _, q := range a.calls {
-			if q.call.ID == tc.ID {
-				p = q
-			}
-		}
-		if p == nil {
-			p = a.newCall(a.nextIndex())
-		}
-	case len(a.calls) > 0:
-		p = a.calls[len(a.calls)-1]
-	default:
-		p = a.newCall(0)
-	}
-	if p.call.ID == "" {
-		p.call.ID = tc.ID
-	}
-	if p.call.Type == "" {
-		p.call.Type = tc.Type
-	}
-	if p.call.Function.Name == "" {
-		p.call.Function.Name = tc.Function.Name
-	}
-	p.args.WriteString(tc.Function.Arguments)
-}
-
-// newCall starts the call with the given index.
-func (a *assembler) newCall(index int) *partialCall {
-	p := &partialCall{index: index}
-	a.calls = append(a.calls, p)
-	a.byIndex[index] = p
-	return p
-}
-
-// nextIndex is an index above every index seen so far.
-func (a *assembler) nextIndex() int {
-	n := 0
-	for _, p := range a.calls {
-		n = max(n, p.index+1)
-	}
-	return n
-}
-
-// response returns the assembled answer.
-func (a *assembler) response() (*hippocam.Response, error) {
-	sort.SliceStable(a.calls, func(i, j int) bool { return a.calls[i].index < a.calls[j].index })
-	msg := wire.ChatMessage{Role: string(hippocam.RoleAssistant)}
-	for _, p := range a.calls {
-		tc := p.call
-		tc.Function.Arguments = p.args.String()
-		msg.ToolCalls = append(msg.ToolCalls, tc)
-	}
-	if a.content.Len() > 0 || len(msg.ToolCalls) == 0 {
-		msg.Content = wire.StringContent(a.content.String())
-	}
-	m, err := assistantMessage(msg)
+// response returns the answer asm assembled.
+func response(asm *wire.ChunkAssembler) (*hippocam.Response, error) {
+	m, err := assistantMessage(asm.Message())
 	if err != nil {
 		return nil, err
 	}
-	return &hippocam.Response{Message: m, FinishReason: a.finish, Usage: usageOf(a.usage)}, nil
+	return &hippocam.Response{Message: m, FinishReason: asm.Finish(), Usage: usageOf(asm.Usage())}, nil
 }

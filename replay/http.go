@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,11 +9,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/scenario"
 )
@@ -250,55 +249,37 @@ type streamEvent struct {
 	Error *wire.ErrorBody `json:"error"`
 }
 
-// readStream reads server-sent events until "data: [DONE]" and assembles the first choice:
-// content concatenated, tool calls merged by index, usage from the chunk that carries it.
+// readStream reads server-sent events until "data: [DONE]" and assembles the first choice
+// (wire.ChunkAssembler, every tool-call delta with its index), in the shape of a non-streamed
+// answer, so that the history resent afterwards does not depend on how the answer arrived:
+// content null when the answer only calls tools, tool calls in index order; usage from the
+// chunk that carries it.
 func readStream(r io.Reader) (wire.ChatMessage, *wire.Usage, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var content strings.Builder
-	calls := map[int]*wire.ToolCall{}
-	var usage *wire.Usage
-	role, finished := "", false
+	sr := sse.NewReader(r)
+	asm := wire.ChunkAssembler{RequireIndex: true}
 	for {
-		line, err := br.ReadBytes('\n')
-		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:"))
-		data = bytes.TrimSpace(data)
+		ev, err := sr.Next()
+		data := bytes.TrimSpace(ev.Data)
 		switch {
-		case !ok || len(data) == 0:
+		case len(data) == 0:
 		case string(data) == "[DONE]":
-			if !finished {
+			if asm.Finish() == "" {
 				return wire.ChatMessage{}, nil, errors.New("the stream ended without a finish reason")
 			}
-			if role != "" && role != string(hippocam.RoleAssistant) {
+			if role := asm.Role(); role != "" && role != string(hippocam.RoleAssistant) {
 				return wire.ChatMessage{}, nil, fmt.Errorf("the answer's role is %q, not assistant", role)
 			}
-			return streamedMessage(content.String(), calls), usage, nil
+			return asm.Message(), asm.Usage(), nil
 		default:
-			var ev streamEvent
-			if jerr := json.Unmarshal(data, &ev); jerr != nil {
+			var se streamEvent
+			if jerr := json.Unmarshal(data, &se); jerr != nil {
 				return wire.ChatMessage{}, nil, fmt.Errorf("event %s: %v", shortText(string(data)), jerr)
 			}
-			if ev.Error != nil {
-				return wire.ChatMessage{}, nil, fmt.Errorf("error event: %s", ev.Error.Message)
+			if se.Error != nil {
+				return wire.ChatMessage{}, nil, fmt.Errorf("error event: %s", se.Error.Message)
 			}
-			if ev.Usage != nil {
-				usage = ev.Usage
-			}
-			for _, ch := range ev.Choices {
-				if ch.Index != 0 {
-					continue
-				}
-				if ch.Delta.Role != "" {
-					role = ch.Delta.Role
-				}
-				if ch.Delta.Content != nil {
-					content.WriteString(*ch.Delta.Content)
-				}
-				if err := mergeCalls(calls, ch.Delta.ToolCalls); err != nil {
-					return wire.ChatMessage{}, nil, err
-				}
-				if ch.FinishReason != nil && *ch.FinishReason != "" {
-					finished = true
-				}
+			if aerr := asm.Add(se.ChatChunk); aerr != nil {
+				return wire.ChatMessage{}, nil, aerr
 			}
 		}
 		if err == io.EOF {
@@ -307,49 +288,6 @@ func readStream(r io.Reader) (wire.ChatMessage, *wire.Usage, error) {
 			return wire.ChatMessage{}, nil, fmt.Errorf("the stream broke off: %w", err)
 		}
 	}
-}
-
-// mergeCalls adds tool-call deltas to calls by their index: the first delta of an index brings
-// its id, type and name, every delta a piece of the arguments.
-func mergeCalls(calls map[int]*wire.ToolCall, deltas []wire.ToolCall) error {
-	for _, d := range deltas {
-		if d.Index == nil {
-			return errors.New("a tool-call delta without an index")
-		}
-		tc := calls[*d.Index]
-		if tc == nil {
-			tc = &wire.ToolCall{}
-			calls[*d.Index] = tc
-		}
-		if tc.ID == "" {
-			tc.ID = d.ID
-		}
-		if tc.Type == "" {
-			tc.Type = d.Type
-		}
-		tc.Function.Name += d.Function.Name
-		tc.Function.Arguments += d.Function.Arguments
-	}
-	return nil
-}
-
-// streamedMessage builds the answer of a stream in the shape of a non-streamed one, so that the
-// history resent afterwards does not depend on how the answer arrived: content null when the
-// answer only calls tools, tool calls in index order.
-func streamedMessage(content string, calls map[int]*wire.ToolCall) wire.ChatMessage {
-	m := wire.ChatMessage{Role: string(hippocam.RoleAssistant), Content: wire.StringContent(content)}
-	idx := make([]int, 0, len(calls))
-	for i := range calls {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		m.ToolCalls = append(m.ToolCalls, *calls[i])
-	}
-	if content == "" && len(m.ToolCalls) > 0 {
-		m.Content = json.RawMessage("null")
-	}
-	return m
 }
 
 // addUsage adds u to sum.

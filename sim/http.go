@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 	"github.com/hippocam/hippocam/openai/wire"
 )
 
@@ -140,16 +140,10 @@ func (m *Model) writeStream(ctx context.Context, start time.Time, w http.Respons
 	if p.firstByte() != nil {
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	out := sse.Start(w)
 	send := func(c wire.ChatChunk) {
 		b, _ := json.Marshal(c)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if flusher != nil {
-			flusher.Flush()
-		}
+		_ = out.Data(b) // a write error means the client went away; the pacing notices it
 	}
 	chunk := func(d wire.Delta, finish *string) wire.ChatChunk {
 		return wire.ChatChunk{ID: resp.ID, Object: "chat.completion.chunk", Created: resp.Created, Model: resp.Model,
@@ -180,28 +174,12 @@ func (m *Model) writeStream(ctx context.Context, start time.Time, w http.Respons
 		last.Choices, last.Usage = []wire.ChunkChoice{}, resp.Usage
 		send(last)
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
-	if flusher != nil {
-		flusher.Flush()
-	}
+	_ = out.Data([]byte("[DONE]"))
 }
 
-// pieces cuts s into pieces of at most streamPiece bytes, never inside a character.
-func pieces(s string) []string {
-	var out []string
-	for s != "" {
-		n := min(streamPiece, len(s))
-		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		if n == 0 {
-			_, n = utf8.DecodeRuneInString(s)
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
-}
+// pieces cuts s into the simulation's stream deltas: at most streamPiece bytes, never inside a
+// character.
+func pieces(s string) []string { return sse.Split(s, streamPiece) }
 
 // writeFailure maps an error to its HTTP status and OpenAI error body. Internal details are not
 // shown.

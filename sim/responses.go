@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 	"github.com/hippocam/hippocam/openai/wire"
 )
 
@@ -73,9 +74,7 @@ func (m *Model) writeResponseStream(ctx context.Context, start time.Time, w http
 	if p.firstByte() != nil {
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	sse.Header(w)
 	// A write error means the client went away, which is not the simulation's failure.
 	s := wire.NewResponseStream(w)
 	if s.Start(resp) != nil {

@@ -1,13 +1,12 @@
 package httpretry
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"io"
 	"net/http"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 )
 
 // Send makes the HTTP exchange of attempt a: it sends req, which should carry a's Context,
@@ -52,10 +51,9 @@ func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// ReadEvents reads the server-sent events of body within attempt a, touching a for every line
-// read. The data lines of an event, joined by newlines, go to event once the blank line that
-// closes the event arrives, or once the body ends; the slice is valid only during the call.
-// Lines other than data lines are skipped.
+// ReadEvents reads the server-sent events of body (sse.Reader) within attempt a, touching a
+// whenever bytes arrive. The data of each event goes to event once the blank line that closes
+// the event arrives, or once the body ends; the slice is valid only during the call.
 //
 // ReadEvents returns nil as soon as event reports done, event's error as soon as it gives one,
 // and EUNAVAILABLE when body runs past limit bytes. When the body ends first it returns what
@@ -63,45 +61,34 @@ func ReadBody(r io.Reader, limit int64) ([]byte, error) {
 // for one that broke off.
 func ReadEvents(body io.Reader, a *Attempt, limit int64, event func(data []byte) (done bool, err error), end func(rerr error) error) error {
 	lr := &io.LimitedReader{R: body, N: limit + 1}
-	br := bufio.NewReaderSize(lr, 64<<10)
-	var data bytes.Buffer
-	hasData := false
-	dispatch := func() (bool, error) {
-		if !hasData {
-			return false, nil
-		}
-		hasData = false
-		defer data.Reset()
-		return event(data.Bytes())
-	}
+	r := sse.NewReader(touchReader{lr, a})
 	for {
-		line, rerr := br.ReadBytes('\n')
-		if len(line) > 0 { // progress; a read that failed with nothing is not
-			a.Touch()
-		}
+		ev, rerr := r.Next()
 		if lr.N <= 0 {
 			return hippocam.Errorf(hippocam.EUNAVAILABLE, "model endpoint streamed over %d MiB", limit>>20)
 		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 && rerr == nil {
-			if done, err := dispatch(); done || err != nil {
+		if ev.Data != nil {
+			if done, err := event(ev.Data); done || err != nil {
 				return err
 			}
-			continue
 		}
-		if field, value, ok := bytes.Cut(line, []byte(":")); ok && string(field) == "data" {
-			if hasData {
-				data.WriteByte('\n')
-			}
-			data.Write(bytes.TrimPrefix(value, []byte(" ")))
-			hasData = true
+		if rerr != nil {
+			return end(rerr)
 		}
-		if rerr == nil {
-			continue
-		}
-		if done, err := dispatch(); done || err != nil {
-			return err
-		}
-		return end(rerr)
 	}
+}
+
+// touchReader touches its attempt whenever a read brings bytes: progress, which a read that
+// fails with nothing is not.
+type touchReader struct {
+	r io.Reader
+	a *Attempt
+}
+
+func (t touchReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		t.a.Touch()
+	}
+	return n, err
 }

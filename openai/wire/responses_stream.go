@@ -1,16 +1,15 @@
 package wire
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/internal/sse"
 )
 
 // This file holds the response side of OpenAI's Responses API: the response object, its output
@@ -422,9 +421,8 @@ type ResponseEvent struct {
 // flushes after each event when its writer is an http.Flusher. The caller sets the HTTP headers
 // (Content-Type: text/event-stream). A ResponseStream is not safe for concurrent use.
 type ResponseStream struct {
-	w       io.Writer
-	flusher http.Flusher
-	seq     int
+	sse *sse.Writer
+	seq int
 	// id is the response id; output the items sent so far, the last still open while text is
 	// streaming into it (open).
 	id     string
@@ -441,9 +439,7 @@ type ResponseStream struct {
 
 // NewResponseStream returns a stream that writes to w. It does no I/O.
 func NewResponseStream(w io.Writer) *ResponseStream {
-	s := &ResponseStream{w: w}
-	s.flusher, _ = w.(http.Flusher)
-	return s
+	return &ResponseStream{sse: sse.NewWriter(w)}
 }
 
 // Start sends response.created and response.in_progress with resp as it stands before any
@@ -614,7 +610,7 @@ func (s *ResponseStream) appendText(text string) {
 	idx := len(s.output) - 1
 	it := &s.output[idx]
 	k := len(it.Content) - 1
-	for _, p := range streamPieces(text) {
+	for _, p := range sse.Split(text, responsePiece) {
 		s.send(ResponseEvent{Type: "response.output_text.delta", ItemID: it.ID, OutputIndex: &idx, ContentIndex: &k,
 			Delta: &p, Logprobs: json.RawMessage("[]")})
 	}
@@ -696,12 +692,12 @@ func (s *ResponseStream) call(id string, c hippocam.ToolCall) {
 	s.send(ResponseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &item})
 	args := c.Arguments
 	if c.Kind == hippocam.ToolCustom {
-		for _, p := range streamPieces(args) {
+		for _, p := range sse.Split(args, responsePiece) {
 			s.send(ResponseEvent{Type: "response.custom_tool_call_input.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
 		}
 		s.send(ResponseEvent{Type: "response.custom_tool_call_input.done", ItemID: id, OutputIndex: &idx, Input: &args})
 	} else {
-		for _, p := range streamPieces(args) {
+		for _, p := range sse.Split(args, responsePiece) {
 			s.send(ResponseEvent{Type: "response.function_call_arguments.delta", ItemID: id, OutputIndex: &idx, Delta: &p})
 		}
 		s.send(ResponseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args, Name: c.Name})
@@ -733,67 +729,47 @@ func (s *ResponseStream) write(typ string, v any) {
 		s.err = fmt.Errorf("encode %s event: %w", typ, err)
 		return
 	}
-	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
+	if err := s.sse.Event(typ, b); err != nil {
 		s.err = fmt.Errorf("write %s event: %w", typ, err)
-		return
-	}
-	if s.flusher != nil {
-		s.flusher.Flush()
 	}
 }
 
 // responsePiece is the most bytes one text or arguments delta carries.
 const responsePiece = 64
 
-// streamPieces cuts s into pieces of at most responsePiece bytes, never inside a character.
-func streamPieces(s string) []string {
-	var out []string
-	for s != "" {
-		n := min(responsePiece, len(s))
-		for n < len(s) && n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		if n == 0 {
-			_, n = utf8.DecodeRuneInString(s)
-		}
-		out = append(out, s[:n])
-		s = s[n:]
-	}
-	return out
-}
-
 // ReadResponseEvents parses an event stream of a Responses answer into its events, in order. It
 // returns EINVALID for a line that is not "event: …" or "data: …", data that is not an event, or
 // an event line whose type differs from its data's.
 func ReadResponseEvents(r io.Reader) ([]ResponseEvent, error) {
 	var events []ResponseEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	name := ""
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case len(line) == 0:
-			name = ""
-		case bytes.HasPrefix(line, []byte("event: ")):
-			name = string(line[len("event: "):])
-		case bytes.HasPrefix(line, []byte("data: ")):
+	sr := sse.NewReader(r)
+	sr.Check = func(line []byte) error {
+		if !bytes.HasPrefix(line, []byte("event: ")) && !bytes.HasPrefix(line, []byte("data: ")) {
+			return hippocam.Errorf(hippocam.EINVALID, "unexpected stream line %q", line)
+		}
+		return nil
+	}
+	for {
+		se, err := sr.Next()
+		if se.Data != nil {
 			var ev ResponseEvent
-			if err := json.Unmarshal(line[len("data: "):], &ev); err != nil {
+			if err := json.Unmarshal(se.Data, &ev); err != nil {
 				return nil, hippocam.Errorf(hippocam.EINVALID, "event %d: %v", len(events), err)
 			}
-			if name != "" && name != ev.Type {
-				return nil, hippocam.Errorf(hippocam.EINVALID, "event %d: named %q, but its data is a %q", len(events), name, ev.Type)
+			if se.Name != "" && se.Name != ev.Type {
+				return nil, hippocam.Errorf(hippocam.EINVALID, "event %d: named %q, but its data is a %q", len(events), se.Name, ev.Type)
 			}
 			events = append(events, ev)
-		default:
-			return nil, hippocam.Errorf(hippocam.EINVALID, "unexpected stream line %q", line)
+		}
+		switch {
+		case err == io.EOF:
+			return events, nil
+		case hippocam.ErrorCode(err) == hippocam.EINVALID:
+			return nil, err
+		case err != nil:
+			return nil, hippocam.Errorf(hippocam.EINVALID, "read the stream: %v", err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, hippocam.Errorf(hippocam.EINVALID, "read the stream: %v", err)
-	}
-	return events, nil
 }
 
 // WriteResponsesError writes OpenAI's error body ({"error":{"message","type","param","code"}})
