@@ -23,11 +23,7 @@ var seamed = []string{"httpapi", "sessions", "mcp", "viewer", "cmd/hippocam", "o
 
 // seamExceptions are the (file, import) pairs allowed to cross the seam for now. Each must still
 // be needed: an exception no file uses any more fails the test, so that it is removed.
-var seamExceptions = map[[2]string]string{
-	// The lessons REST code (list, export, import, delete) is on its way to the session service's
-	// learning service, which reaches lessons through memory/library's lessons functions.
-	{"httpapi/learn_rest.go", module + "/memory/lessons"}: "lessons REST code on its way out of httpapi",
-}
+var seamExceptions = map[[2]string]string{}
 
 func TestTransportsImportNoMemorySystem(t *testing.T) {
 	used := map[[2]string]bool{}

@@ -183,24 +183,10 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, tenant stri
 		s.passThrough(w, r, tenant) // a wrong method for those routes
 		return
 	}
-	notFound := hippocam.Errorf(hippocam.ENOTFOUND, "Response with id '%s' not found.", id)
-	session, answer, ok := parseResponseID(id)
-	if !ok {
-		s.fail(w, r, hippocam.FormatResponses, notFound)
-		return
-	}
-	sess, err := s.cfg.Store.Session(r.Context(), tenant, session)
+	sess, m, err := s.cfg.Sessions.Response(r.Context(), tenant, id)
 	if err != nil {
 		if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
-			err = notFound
-		}
-		s.fail(w, r, hippocam.FormatResponses, err)
-		return
-	}
-	m, err := s.answerMessage(r.Context(), tenant, session, answer)
-	if err != nil || m.Role != hippocam.RoleAssistant {
-		if err == nil || hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
-			err = notFound
+			err = hippocam.Errorf(hippocam.ENOTFOUND, "Response with id '%s' not found.", id)
 		}
 		s.fail(w, r, hippocam.FormatResponses, err)
 		return

@@ -1,24 +1,21 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/learn"
-	"github.com/hippocam/hippocam/memory/lessons"
 	"github.com/hippocam/hippocam/memory/library"
+	"github.com/hippocam/hippocam/sessions"
 )
 
 // The REST API of the learning layer (docs/learning.md, "REST"): a tenant's clusters with their
 // rendered state, and the lessons its lessons clusters keep, as JSON and as the Markdown lessons
-// file. Everything is looked up by (tenant, id) in the store, so another tenant's cluster and a
-// cluster that does not exist give the same 404.
+// file. Every rule is the session service's (sessions/learning_service.go); these handlers read
+// the request, call it and write its answer. Everything is looked up by (tenant, id), so another
+// tenant's cluster and a cluster that does not exist give the same 404.
 
 // clusterJSON is one cluster in GET /api/clusters.
 type clusterJSON struct {
@@ -45,15 +42,9 @@ type clusterDetailJSON struct {
 	State   any      `json:"state"`
 }
 
-// lessonJSON is one lesson in GET /api/lessons, with the cluster that keeps it.
-type lessonJSON struct {
-	Cluster string `json:"cluster"`
-	lessons.LessonView
-}
-
 // listClusters is GET /api/clusters: the tenant's clusters, oldest first.
 func (s *Server) listClusters(w http.ResponseWriter, r *http.Request, tenant string) {
-	list, err := s.cfg.Store.Clusters(r.Context(), tenant)
+	list, err := s.cfg.Sessions.Clusters(r.Context(), tenant)
 	if err != nil {
 		s.restError(w, r, err)
 		return
@@ -67,7 +58,7 @@ func (s *Server) listClusters(w http.ResponseWriter, r *http.Request, tenant str
 
 // getCluster is GET /api/clusters/{id}.
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request, tenant string) {
-	c, err := s.cfg.Store.Cluster(r.Context(), tenant, r.PathValue("id"))
+	c, err := s.cfg.Sessions.Cluster(r.Context(), tenant, r.PathValue("id"))
 	if err != nil {
 		s.restError(w, r, err)
 		return
@@ -89,7 +80,7 @@ func stateView(c *hippocam.Cluster) (state any, entries int, err error) {
 
 // deleteCluster is DELETE /api/clusters/{id}: 204, or 404 if the tenant has no such cluster.
 func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request, tenant string) {
-	if err := s.cfg.Store.DeleteCluster(r.Context(), tenant, r.PathValue("id")); err != nil {
+	if err := s.cfg.Sessions.DeleteCluster(r.Context(), tenant, r.PathValue("id")); err != nil {
 		s.restError(w, r, err)
 		return
 	}
@@ -100,44 +91,19 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request, tenant st
 // ?cluster= names), in force or not, cluster by cluster, oldest cluster first. ?status=active or
 // ?status=superseded keeps only those.
 func (s *Server) listLessons(w http.ResponseWriter, r *http.Request, tenant string) {
-	status := lessons.Status(r.URL.Query().Get("status"))
-	if status != "" && status != lessons.Active && status != lessons.Superseded {
-		writeError(w, hippocam.Errorf(hippocam.EINVALID, "status is %q or %q", lessons.Active, lessons.Superseded))
-		return
-	}
-	clusters, err := s.lessonsClusters(r.Context(), tenant, r.URL.Query().Get("cluster"))
+	q := r.URL.Query()
+	out, err := s.cfg.Sessions.Lessons(r.Context(), tenant, sessions.LessonFilter{Cluster: q.Get("cluster"), Status: library.LessonStatus(q.Get("status"))})
 	if err != nil {
 		s.restError(w, r, err)
 		return
-	}
-	out := []lessonJSON{}
-	for i := range clusters {
-		v, err := lessons.View(clusters[i].State)
-		if err != nil {
-			s.restError(w, r, fmt.Errorf("render cluster %s: %w", clusters[i].ID, err))
-			return
-		}
-		for _, l := range v.Lessons {
-			if status == "" || l.Status == status {
-				out = append(out, lessonJSON{Cluster: clusters[i].ID, LessonView: l})
-			}
-		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"lessons": out})
 }
 
-// exportLessons is GET /api/lessons/export: the lessons file (text/markdown). With ?cluster=ID,
-// or when the tenant has one lessons cluster, it is that cluster's file, which imports back
-// unchanged; with several, their files follow one another, each under a heading naming its
-// cluster (a file to read and keep, imported again one cluster at a time).
+// exportLessons is GET /api/lessons/export: the lessons file (text/markdown) of the cluster
+// ?cluster= names, or of the tenant's lessons clusters (sessions.Service.LessonsFile).
 func (s *Server) exportLessons(w http.ResponseWriter, r *http.Request, tenant string) {
-	want := r.URL.Query().Get("cluster")
-	clusters, err := s.lessonsClusters(r.Context(), tenant, want)
-	if err != nil {
-		s.restError(w, r, err)
-		return
-	}
-	md, name, err := lessonsFile(clusters)
+	md, name, err := s.cfg.Sessions.LessonsFile(r.Context(), tenant, r.URL.Query().Get("cluster"))
 	if err != nil {
 		s.restError(w, r, err)
 		return
@@ -148,49 +114,6 @@ func (s *Server) exportLessons(w http.ResponseWriter, r *http.Request, tenant st
 	w.Write(md)
 }
 
-// lessonsFile is the lessons file of clusters and its file name, as exportLessons writes them:
-// one cluster's file as it is (it imports back unchanged), several one after another under a
-// heading naming each, none an empty file.
-func lessonsFile(clusters []hippocam.Cluster) ([]byte, string, error) {
-	var b strings.Builder
-	name := "lessons.md"
-	switch len(clusters) {
-	case 0:
-		md, err := lessons.Export(nil)
-		if err != nil {
-			return nil, "", err
-		}
-		b.Write(md)
-	case 1:
-		md, err := lessons.Export(clusters[0].State)
-		if err != nil {
-			return nil, "", fmt.Errorf("export cluster %s: %w", clusters[0].ID, err)
-		}
-		b.Write(md)
-		if plainName.MatchString(clusters[0].ID) {
-			name = "lessons-" + clusters[0].ID + ".md"
-		}
-	default:
-		for i, c := range clusters {
-			md, err := lessons.Export(c.State)
-			if err != nil {
-				return nil, "", fmt.Errorf("export cluster %s: %w", c.ID, err)
-			}
-			if i > 0 {
-				b.WriteString("\n")
-			}
-			fmt.Fprintf(&b, "# Cluster %s\n\nScope: %s\n\n", c.ID, oneLine(c.Description))
-			b.Write(md)
-		}
-	}
-	return []byte(b.String()), name, nil
-}
-
-// plainName is a cluster id that may go into a file name as it is.
-var plainName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // importResponse is the body of POST /api/lessons/import.
 type importResponse struct {
 	Cluster string `json:"cluster"`
@@ -199,153 +122,74 @@ type importResponse struct {
 	Active  int `json:"active"`
 	// Changed is false when the file matched the cluster's lessons (the cluster was not written).
 	Changed bool `json:"changed"`
+	// DryRun is true when nothing was written because the request asked only what would change.
+	DryRun bool `json:"dry_run"`
+	// The lessons by what the import did to them; every lesson the cluster keeps after it is in
+	// one of them.
+	Added     lessonIDs `json:"added"`
+	Edited    lessonIDs `json:"edited"`
+	Withdrawn lessonIDs `json:"withdrawn"`
+	Unchanged lessonIDs `json:"unchanged"`
 }
 
-// importLessons is POST /api/lessons/import: the body, a lessons file, is read into the lessons
-// cluster ?cluster= names (which may be left out when the tenant has only one) with
-// lessons.Import, and committed at the version it was read at, read again after a concurrent
-// update. 200 with the counts; 400 naming the line for a file that cannot be read; an empty
-// body is refused, since it would withdraw every lesson.
+// lessonIDs is a list of lessons in an import's answer: how many, and which.
+type lessonIDs struct {
+	Count int      `json:"count"`
+	IDs   []string `json:"ids"`
+}
+
+func idsOf(ids []string) lessonIDs {
+	return lessonIDs{Count: len(ids), IDs: append([]string{}, ids...)}
+}
+
+// importLessons is POST /api/lessons/import: the body, a lessons file, is imported into the
+// lessons cluster ?cluster= names (which may be left out when the tenant has only one).
+// ?dry_run=1 answers what the import would change and changes nothing; ?replace=all lets a file
+// with no lesson entry withdraw every lesson, which is otherwise refused (a 400 that changes
+// nothing). 200 with the counts; 400 naming the line for a file that cannot be read.
 func (s *Server) importLessons(w http.ResponseWriter, r *http.Request, tenant string) {
+	q := r.URL.Query()
+	in := sessions.LessonsImport{Cluster: q.Get("cluster")}
+	switch q.Get("replace") {
+	case "":
+	case "all":
+		in.ReplaceAll = true
+	default:
+		writeError(w, hippocam.Errorf(hippocam.EINVALID, "replace is \"all\" (let the file withdraw every lesson it leaves out, even all of them) or absent"))
+		return
+	}
+	if d := q.Get("dry_run"); d != "" {
+		v, err := strconv.ParseBool(d)
+		if err != nil {
+			writeError(w, hippocam.Errorf(hippocam.EINVALID, "dry_run is 1 or 0 (true or false), not %q", d))
+			return
+		}
+		in.DryRun = v
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if strings.TrimSpace(string(body)) == "" {
-		writeError(w, hippocam.Errorf(hippocam.EINVALID, "the body must be a lessons file (Markdown, as GET /api/lessons/export writes it)"))
-		return
-	}
-	id, err := s.oneLessonsCluster(r.Context(), tenant, r.URL.Query().Get("cluster"))
+	in.File = body
+	res, err := s.cfg.Sessions.ImportLessons(r.Context(), tenant, in)
 	if err != nil {
 		s.restError(w, r, err)
 		return
 	}
-	var changed bool
-	c, err := s.changeCluster(r.Context(), tenant, id, func(state json.RawMessage) (json.RawMessage, bool, error) {
-		next, err := lessons.Import(state, body)
-		if err != nil {
-			return nil, false, err
-		}
-		before, err := lessons.ParseState(state)
-		if err != nil {
-			return nil, false, err
-		}
-		after, err := lessons.ParseState(next)
-		if err != nil {
-			return nil, false, err
-		}
-		changed = after.Updates != before.Updates // Import counts an update only when it changed something
-		return next, changed, nil
-	})
-	if err != nil {
-		s.restError(w, r, err)
-		return
-	}
-	st, err := lessons.ParseState(c.State)
-	if err != nil {
-		s.restError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, importResponse{Cluster: id, Lessons: len(st.Lessons), Active: len(st.Active()), Changed: changed})
+	writeJSON(w, http.StatusOK, importResponse{Cluster: res.Cluster, Lessons: res.Lessons, Active: res.Active, Changed: res.Changed,
+		DryRun: res.DryRun, Added: idsOf(res.Added), Edited: idsOf(res.Edited), Withdrawn: idsOf(res.Withdrawn), Unchanged: idsOf(res.Unchanged)})
 }
 
-// deleteLesson is DELETE /api/lessons/{id}: the lesson is withdrawn by its user (lessons.Delete:
-// superseded, reason "deleted by the user", kept with its history). ?cluster= names its cluster
-// when several of the tenant's lessons clusters have a lesson with that id. 204; 404 if none.
+// deleteLesson is DELETE /api/lessons/{id}: the lesson is withdrawn by its user
+// (sessions.Service.WithdrawLesson). ?cluster= names its cluster when several of the tenant's
+// lessons clusters have a lesson with that id. 204; 404 if none.
 func (s *Server) deleteLesson(w http.ResponseWriter, r *http.Request, tenant string) {
-	lesson := r.PathValue("id")
-	clusters, err := s.lessonsClusters(r.Context(), tenant, r.URL.Query().Get("cluster"))
-	if err != nil {
-		s.restError(w, r, err)
-		return
-	}
-	var holding []string
-	for i := range clusters {
-		st, err := lessons.ParseState(clusters[i].State)
-		if err != nil {
-			s.restError(w, r, fmt.Errorf("read cluster %s: %w", clusters[i].ID, err))
-			return
-		}
-		if st.Lesson(lesson) != nil {
-			holding = append(holding, clusters[i].ID)
-		}
-	}
-	switch {
-	case len(holding) == 0:
-		writeError(w, hippocam.Errorf(hippocam.ENOTFOUND, "no lesson %q", lesson))
-		return
-	case len(holding) > 1:
-		writeError(w, hippocam.Errorf(hippocam.EINVALID, "lesson %q is in clusters %s: name one with ?cluster=ID", lesson, strings.Join(holding, ", ")))
-		return
-	}
-	_, err = s.changeCluster(r.Context(), tenant, holding[0], func(state json.RawMessage) (json.RawMessage, bool, error) {
-		return lessons.Delete(state, lesson)
-	})
-	if err != nil {
+	if err := s.cfg.Sessions.WithdrawLesson(r.Context(), tenant, r.URL.Query().Get("cluster"), r.PathValue("id")); err != nil {
 		s.restError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// lessonsClusters returns the tenant's lessons clusters, oldest first, or only the one id names.
-// ENOTFOUND if the tenant has no cluster id; EINVALID if it is not a lessons cluster.
-func (s *Server) lessonsClusters(ctx context.Context, tenant, id string) ([]hippocam.Cluster, error) {
-	if id != "" {
-		c, err := s.cfg.Store.Cluster(ctx, tenant, id)
-		if err != nil {
-			return nil, err
-		}
-		if c.System != lessons.Name {
-			return nil, hippocam.Errorf(hippocam.EINVALID, "cluster %q keeps %s, not lessons", id, c.System)
-		}
-		return []hippocam.Cluster{*c}, nil
-	}
-	all, err := s.cfg.Store.Clusters(ctx, tenant)
-	if err != nil {
-		return nil, err
-	}
-	var out []hippocam.Cluster
-	for _, c := range all {
-		if c.System == lessons.Name {
-			out = append(out, c)
-		}
-	}
-	return out, nil
-}
-
-// oneLessonsCluster is the id of the lessons cluster a request means: the one it names, or the
-// tenant's only one. ENOTFOUND if there is none; EINVALID if there are several and none is named.
-func (s *Server) oneLessonsCluster(ctx context.Context, tenant, id string) (string, error) {
-	clusters, err := s.lessonsClusters(ctx, tenant, id)
-	if err != nil {
-		return "", err
-	}
-	switch len(clusters) {
-	case 0:
-		return "", hippocam.Errorf(hippocam.ENOTFOUND, "there is no lessons cluster")
-	case 1:
-		return clusters[0].ID, nil
-	}
-	ids := make([]string, len(clusters))
-	for i := range clusters {
-		ids[i] = clusters[i].ID
-	}
-	return "", hippocam.Errorf(hippocam.EINVALID, "there are several lessons clusters (%s): name one with ?cluster=ID", strings.Join(ids, ", "))
-}
-
-// changeCluster applies change to the state of the tenant's cluster id through learn.Change
-// (read, change, commit at the version read, again on a conflict). A change that reports nothing
-// changed writes nothing. It returns the cluster as it now is.
-func (s *Server) changeCluster(ctx context.Context, tenant, id string, change func(state json.RawMessage) (json.RawMessage, bool, error)) (*hippocam.Cluster, error) {
-	return learn.Change(ctx, s.cfg.Store, tenant, id, func(c *hippocam.Cluster) (bool, error) {
-		next, changed, err := change(c.State)
-		if err == nil && changed {
-			c.State = next
-		}
-		return changed, err
-	})
 }
 
 // restError writes err in the REST API's error JSON, logging Hippocam's own failures (whose

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -515,4 +516,118 @@ func TestLearnREST_ConcurrentDeletes(t *testing.T) {
 			t.Errorf("DELETE %s: %d, lesson %+v", id, status[i], l)
 		}
 	}
+}
+
+// importReply is the body of POST /api/lessons/import.
+type importReply struct {
+	Cluster                             string
+	Lessons, Active                     int
+	Changed                             bool
+	DryRun                              bool `json:"dry_run"`
+	Added, Edited, Withdrawn, Unchanged struct {
+		Count int
+		IDs   []string
+	}
+}
+
+// Learning under bad input: a body that parses but holds no lesson entry (plain text, random
+// bytes, an HTML error page, an empty lessons file) is a 400 that changes nothing, unless the
+// request asks to replace everything (?replace=all); ?dry_run=1 answers what an import would
+// change and changes nothing.
+func TestLearnREST_ImportBadInput(t *testing.T) {
+	s := newLearnREST(t, inmem.New())
+	s.acme(t)
+	before := s.stored(t, "acme", "c3")
+	st, err := lessons.ParseState(before.State)
+	if err != nil || len(st.Active()) < 2 {
+		t.Fatalf("the lessons cluster holds %d lessons in force, want 2 or more: %v", len(st.Active()), err)
+	}
+	unchanged := func(t *testing.T, what string) {
+		t.Helper()
+		if after := s.stored(t, "acme", "c3"); after.Version != before.Version || string(after.State) != string(before.State) {
+			t.Fatalf("%s changed the cluster: version %d → %d", what, before.Version, after.Version)
+		}
+	}
+
+	random := make([]byte, 3000)
+	for i := range random {
+		random[i] = byte(i*7919 + i/3)
+	}
+	for name, body := range map[string][]byte{
+		"Text":         []byte("hello world"),
+		"Random":       random,
+		"HTML":         []byte("<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>\n<body><h1>502 Bad Gateway</h1><hr>nginx</body></html>\n"),
+		"EmptyLessons": []byte("# Lessons\n"),
+		"EmptyExport":  []byte(exportOf(t, nil)),
+		"NoBody":       nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, path := range []string{"/api/lessons/import", "/api/lessons/import?dry_run=1"} {
+				r := s.do(t, "POST", path, acmeKey, "", body)
+				if r.status != 400 || !strings.Contains(string(r.body), "no lesson entry") || !strings.Contains(string(r.body), "replace=all") {
+					t.Fatalf("POST %s: %d %s, want a 400 saying the file holds no lesson entry", path, r.status, r.body)
+				}
+			}
+			unchanged(t, name)
+		})
+	}
+	for _, path := range []string{"/api/lessons/import?replace=everything", "/api/lessons/import?dry_run=maybe"} {
+		if r := s.do(t, "POST", path, acmeKey, "", []byte(exportOf(t, before.State))); r.status != 400 {
+			t.Fatalf("POST %s: %d %s, want 400", path, r.status, r.body)
+		}
+	}
+	unchanged(t, "bad parameters")
+
+	t.Run("DryRun", func(t *testing.T) {
+		md := exportOf(t, before.State)
+		first, second := st.Active()[0], st.Active()[1]
+		edited := strings.Replace(md, "- decision: "+first.Decision+"\n", "- decision: rewritten by its user\n", 1)
+		at := strings.Index(edited, "\n## "+second.ID+":")
+		next := strings.Index(edited[at+1:], "\n## ")
+		if next < 0 {
+			edited = edited[:at+1]
+		} else {
+			edited = edited[:at] + edited[at+1+next:]
+		}
+		edited += "\n## use brand_new = yes\n\n- decision: a lesson its user wrote\n"
+		var out importReply
+		r := s.do(t, "POST", "/api/lessons/import?dry_run=1", acmeKey, "", []byte(edited))
+		r.json(t, &out)
+		newID := "L" + strconv.Itoa(st.Next+1)
+		if r.status != 200 || !out.DryRun || !out.Changed || out.Cluster != "c3" ||
+			!slices.Equal(out.Added.IDs, []string{newID}) || out.Added.Count != 1 ||
+			!slices.Equal(out.Edited.IDs, []string{first.ID}) || out.Edited.Count != 1 ||
+			!slices.Equal(out.Withdrawn.IDs, []string{second.ID}) || out.Withdrawn.Count != 1 ||
+			out.Unchanged.Count != len(st.Lessons)-2 || out.Lessons != len(st.Lessons)+1 || out.Active != len(st.Active()) {
+			t.Fatalf("dry run: %d %s", r.status, r.body)
+		}
+		unchanged(t, "a dry run")
+
+		var done importReply
+		r = s.do(t, "POST", "/api/lessons/import", acmeKey, "", []byte(edited))
+		r.json(t, &done)
+		out.DryRun = false
+		if r.status != 200 || !reflect.DeepEqual(done, out) {
+			t.Fatalf("the import after its dry run: %d %s, want what the dry run said", r.status, r.body)
+		}
+		if l := mustLesson(t, s.stored(t, "acme", "c3").State, second.ID); l.Status != lessons.Superseded {
+			t.Fatalf("the lesson left out is %s", l.Status)
+		}
+	})
+
+	t.Run("ReplaceAll", func(t *testing.T) {
+		var out importReply
+		r := s.do(t, "POST", "/api/lessons/import?replace=all&dry_run=1", acmeKey, "", nil)
+		r.json(t, &out)
+		cur := s.stored(t, "acme", "c3")
+		if r.status != 200 || !out.DryRun || out.Active != 0 || out.Withdrawn.Count == 0 || s.stored(t, "acme", "c3").Version != cur.Version {
+			t.Fatalf("a dry run of replacing everything with nothing: %d %s", r.status, r.body)
+		}
+		r = s.do(t, "POST", "/api/lessons/import?replace=all", acmeKey, "", []byte("# Lessons\n"))
+		r.json(t, &out)
+		after, err := lessons.ParseState(s.stored(t, "acme", "c3").State)
+		if r.status != 200 || out.DryRun || !out.Changed || out.Active != 0 || err != nil || len(after.Active()) != 0 || len(after.Lessons) != out.Lessons {
+			t.Fatalf("replacing everything with an empty file: %d %s", r.status, r.body)
+		}
+	})
 }

@@ -36,8 +36,10 @@ type outcomeResponse struct {
 	Update string `json:"update"`
 }
 
-// outcome is POST /api/sessions/{id}/outcome: the task's end. 202 when the cluster update is
-// queued, 200 when it ran (?wait=1) or there is none; 409 for a task that has ended already.
+// outcome is POST /api/sessions/{id}/outcome: the task's end (sessions.Service.ReportOutcome).
+// 202 when the cluster update is queued, 200 when it ran (?wait=1) or there is none; 400 for a
+// bad outcome (attempts above sessions.MaxAttempts among them); 409 for a task that has ended
+// already.
 func (s *Server) outcome(w http.ResponseWriter, r *http.Request, tenant string) {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -52,25 +54,22 @@ func (s *Server) outcome(w http.ResponseWriter, r *http.Request, tenant string) 
 		return
 	}
 	wait := r.URL.Query().Get("wait") == "1"
-	sess, err := s.cfg.Sessions.EndTask(r.Context(), tenant, r.PathValue("id"), o, wait)
-	if err != nil && sess == nil {
+	rep, err := s.cfg.Sessions.ReportOutcome(r.Context(), tenant, r.PathValue("id"), o, wait)
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	resp := outcomeResponse{Session: sess.ID, Ended: true, Update: "none"}
+	resp := outcomeResponse{Session: rep.Session.ID, Ended: true, Cluster: rep.Cluster, Update: rep.Update}
 	status := http.StatusOK
-	if l := sess.Transcript.Learning; l != nil && (l.Cluster != "" || l.Pending()) { // a pending task is routed by its update
-		resp.Cluster, resp.Update, status = l.Cluster, "queued", http.StatusAccepted
-		if wait && err == nil {
-			resp.Update, status = "done", http.StatusOK
-		}
+	if rep.Update == sessions.UpdateQueued {
+		status = http.StatusAccepted
 	}
-	if err != nil { // ended and queued, but the update run for ?wait=1 failed: the job retries it
-		s.log.Warn("learning: the outcome's update failed; its job will retry", "session", sess.ID, "error", err)
+	if rep.UpdateErr != nil { // ended and queued, but the update run for ?wait=1 failed: the job retries it
+		s.log.Warn("learning: the outcome's update failed; its job will retry", "session", rep.Session.ID, "error", rep.UpdateErr)
 	}
 	if m := s.cfg.Metrics; m != nil {
 		update := resp.Update
-		if err != nil {
+		if rep.UpdateErr != nil {
 			update = "failed"
 		}
 		m.outcomes.WithLabelValues(update).Inc()

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -97,6 +98,13 @@ func TestOutcomeOverHTTP(t *testing.T) {
 		r := chat("k-acme", id, stream, salesTaskText)
 		if r.status != 200 || r.header.Get(httpapi.ClusterHeader) == "" {
 			t.Fatalf("%s: status %d, cluster header %q: %s", id, r.status, r.header.Get(httpapi.ClusterHeader), r.body)
+		}
+	}
+	// Attempts are bounded (sessions.MaxAttempts): one more is a 400 that leaves the task running.
+	for _, n := range []int{sessions.MaxAttempts + 1, -1} {
+		body := fmt.Sprintf(`{"feedback":"x","attempts":%d}`, n)
+		if r := s.do(t, "POST", "/api/sessions/t-plain/outcome", "k-acme", "", []byte(body)); r.status != 400 || !strings.Contains(string(r.body), "attempts") {
+			t.Fatalf("outcome %s: %d %s, want a 400 about attempts", body, r.status, r.body)
 		}
 	}
 	out := s.do(t, "POST", "/api/sessions/t-plain/outcome", "k-acme", "", []byte(`{"feedback":"feedback: status_filter = all wrong","success":false,"reward":0}`))

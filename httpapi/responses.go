@@ -3,11 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/internal/sse"
@@ -21,7 +18,8 @@ import (
 // Response ids name the session and the answer ("resp_" + base64url(session) + "." + answer id),
 // so a request that sends only its new items with previous_response_id, or refers to earlier
 // output with item_reference, is resolved through the session (within the tenant): its
-// conversation is the session's transcript up to that answer, then the new items. "store":
+// conversation is the session's transcript up to that answer, then the new items. The rule is
+// the session service's (sessions/responses.go); this file reads and writes the wire format. "store":
 // false is accepted; the session is kept all the same, since keeping it is Hippocam's job.
 
 // responses is POST /v1/responses.
@@ -110,87 +108,20 @@ func (s *responsesStream) fail(err error) error {
 	return s.rs.Fail(&start, code, r.message)
 }
 
-// responseID names an answer of a session.
-func responseID(session, answer string) string {
-	return "resp_" + base64.RawURLEncoding.EncodeToString([]byte(session)) + "." + answer
-}
-
-// parseResponseID reads a responseID (or the part of an item id after its prefix).
-func parseResponseID(id string) (session, answer string, ok bool) {
-	rest, found := strings.CutPrefix(id, "resp_")
-	if !found {
-		return "", "", false
-	}
-	enc, answer, found := strings.Cut(rest, ".")
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	if !found || err != nil || answer == "" {
-		return "", "", false
-	}
-	return string(b), answer, true
-}
+// responseID names an answer of a session (sessions.ResponseID).
+func responseID(session, answer string) string { return sessions.ResponseID(session, answer) }
 
 // previousConversation prefixes conv's messages with the transcript of the session that the
-// response conv.Previous belongs to, up to that response's answer, and returns that session's
-// id. ENOTFOUND when the tenant has no such response.
+// response conv.Previous belongs to, up to that response's answer (the session service's
+// rule: sessions.Service.PreviousResponse), and returns that session's id. ENOTFOUND when the
+// tenant has no such response.
 func (s *Server) previousConversation(ctx context.Context, tenant string, conv *hippocam.Conversation) (string, error) {
-	session, answer, ok := parseResponseID(conv.Previous)
-	if !ok {
-		return "", hippocam.Errorf(hippocam.ENOTFOUND, "previous_response_id %q names no response of Hippocam's", conv.Previous)
-	}
-	before, err := s.transcriptUpTo(ctx, tenant, session, answer)
+	session, before, err := s.cfg.Sessions.PreviousResponse(ctx, tenant, conv.Previous)
 	if err != nil {
-		return "", hippocam.Errorf(hippocam.ENOTFOUND, "previous_response_id %q: no such response", conv.Previous)
+		return "", err
 	}
 	conv.Messages = append(before, conv.Messages...)
 	return session, nil
-}
-
-// transcriptUpTo returns a session's transcript up to and including the answer with the given
-// key: its message id, or "@N" for the answer at index N of the transcript (the key of a
-// response whose text streamed before the answer had an id). ENOTFOUND when the session or the
-// answer is not there.
-func (s *Server) transcriptUpTo(ctx context.Context, tenant, session, answer string) ([]hippocam.Message, error) {
-	sess, err := s.cfg.Store.Session(ctx, tenant, session)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := sessions.Transcript(ctx, hippocam.SessionArchive(s.cfg.Store, tenant, session), sess.Context)
-	if err != nil {
-		return nil, err
-	}
-	if i, ok := answerPosition(answer); ok {
-		if i < len(msgs) && msgs[i].Role == hippocam.RoleAssistant {
-			return msgs[:i+1], nil
-		}
-	}
-	for i := range msgs {
-		if msgs[i].ID == answer && msgs[i].Role == hippocam.RoleAssistant {
-			return msgs[:i+1], nil
-		}
-	}
-	return nil, hippocam.Errorf(hippocam.ENOTFOUND, "no answer %q in session %q", answer, session)
-}
-
-// answerPosition reads an answer key of the form "@N".
-func answerPosition(answer string) (int, bool) {
-	rest, ok := strings.CutPrefix(answer, "@")
-	if !ok {
-		return 0, false
-	}
-	n, err := strconv.Atoi(rest)
-	return n, err == nil && n >= 0 && strconv.Itoa(n) == rest
-}
-
-// answerMessage returns the answer an answer key names (see transcriptUpTo).
-func (s *Server) answerMessage(ctx context.Context, tenant, session, answer string) (*hippocam.Message, error) {
-	if _, ok := answerPosition(answer); !ok {
-		return s.cfg.Store.Message(ctx, tenant, session, answer)
-	}
-	msgs, err := s.transcriptUpTo(ctx, tenant, session, answer)
-	if err != nil {
-		return nil, err
-	}
-	return &msgs[len(msgs)-1], nil
 }
 
 // resolveItemReferences replaces the input items of the form {"type":"item_reference","id":…}
@@ -231,41 +162,18 @@ func (s *Server) resolveItemReferences(ctx context.Context, tenant string, body 
 	return json.Marshal(top)
 }
 
-// outputItem rebuilds the output item with the given id from the answer it belongs to.
+// outputItem rebuilds the output item with the given id from the answer it belongs to
+// (sessions.Service.ReferencedItem).
 func (s *Server) outputItem(ctx context.Context, tenant, id string) (json.RawMessage, error) {
-	notFound := hippocam.Errorf(hippocam.ENOTFOUND, "item_reference %q names no item of Hippocam's", id)
-	var rest string
-	var call = -1
-	switch {
-	case strings.HasPrefix(id, "msg_"):
-		rest = strings.TrimPrefix(id, "msg_")
-	case strings.HasPrefix(id, "fc_"):
-		rest = strings.TrimPrefix(id, "fc_")
-		i := strings.LastIndexByte(rest, '_')
-		if i < 0 {
-			return nil, notFound
-		}
-		n, err := strconv.Atoi(rest[i+1:])
-		if err != nil {
-			return nil, notFound
-		}
-		rest, call = rest[:i], n
-	default:
-		return nil, notFound
-	}
-	session, answer, ok := parseResponseID("resp_" + rest)
-	if !ok {
-		return nil, notFound
-	}
-	m, err := s.answerMessage(ctx, tenant, session, answer)
+	resp, m, call, err := s.cfg.Sessions.ReferencedItem(ctx, tenant, id)
 	if err != nil {
-		return nil, notFound
+		return nil, err
 	}
-	resp := wire.NewResponse("resp_"+rest, "", 0, m, hippocam.CallUsage{}, "")
-	for _, it := range resp.Output {
+	r := wire.NewResponse(resp, "", 0, m, hippocam.CallUsage{}, "")
+	for _, it := range r.Output {
 		if (call < 0 && it.Type == "message") || (call >= 0 && it.ID == id) {
 			return json.Marshal(it)
 		}
 	}
-	return nil, notFound
+	return nil, hippocam.Errorf(hippocam.ENOTFOUND, "item_reference %q names no item of Hippocam's", id)
 }

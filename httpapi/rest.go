@@ -1,48 +1,21 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/sessions"
 )
 
 // The REST API's JSON shapes (the viewer reads them; scripts may too).
 
-// messageJSON is one message of a context, a layer or an expansion.
-type messageJSON struct {
-	ID         string                   `json:"id"`
-	Role       hippocam.Role            `json:"role"`
-	Kind       hippocam.Kind            `json:"kind"`
-	Ref        string                   `json:"ref,omitempty"`
-	Tokens     int                      `json:"tokens"`
-	Content    string                   `json:"content"`
-	ToolCalls  []hippocam.ToolCall      `json:"tool_calls,omitempty"`
-	ToolCallID string                   `json:"tool_call_id,omitempty"`
-	Knowledge  []hippocam.KnowledgeItem `json:"knowledge,omitempty"`
-	Trace      []messageJSON            `json:"trace,omitempty"`
-	Parts      []hippocam.Part          `json:"parts,omitempty"`
-	// Origin is the message as it arrived: its wire format and its exact bytes (a string).
-	Origin *hippocam.Origin `json:"origin,omitempty"`
-	// In an expansion: Framing is the framing version (1, 2…) a message belongs to; Regenerated
-	// marks an answer that a regeneration replaced.
-	Framing     int  `json:"framing,omitempty"`
-	Regenerated bool `json:"regenerated,omitempty"`
-}
+// messageJSON is one message of a context, a layer or an expansion, as the MCP server shows it
+// too (sessions.MessageView).
+type messageJSON = sessions.MessageView
 
-func toJSON(ms []hippocam.Message) []messageJSON {
-	out := make([]messageJSON, len(ms))
-	for i, m := range ms {
-		out[i] = messageJSON{ID: m.ID, Role: m.Role, Kind: m.Kind, Ref: m.Ref, Tokens: m.Tokens, Content: m.Content,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Knowledge: m.Knowledge, Parts: m.Parts, Origin: m.Origin}
-		if len(m.Trace) > 0 {
-			out[i].Trace = toJSON(m.Trace)
-		}
-	}
-	return out
-}
+func toJSON(ms []hippocam.Message) []messageJSON { return sessions.MessageViews(ms) }
 
 // usageJSON is one role's usage with its cache share.
 type usageJSON struct {
@@ -193,59 +166,15 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request, tenant string) 
 	writeJSON(w, http.StatusOK, map[string]any{"ref": ref, "children": toJSON(kids)})
 }
 
-// expand is GET /api/sessions/{id}/expand: every original message, in order.
+// expand is GET /api/sessions/{id}/expand: every original message, in order
+// (sessions.Service.Expansion).
 func (s *Server) expand(w http.ResponseWriter, r *http.Request, tenant string) {
-	id := r.PathValue("id")
-	sess, err := s.cfg.Store.Session(r.Context(), tenant, id)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	all, err := expansion(r.Context(), hippocam.SessionArchive(s.cfg.Store, tenant, id), sess.Context)
+	all, err := s.cfg.Sessions.Expansion(r.Context(), tenant, r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"messages": all})
-}
-
-// expansion is the full expansion of a context for the REST API: every original message in
-// order, framing versions at the place they took effect (numbered) and regenerated answers
-// (marked) included.
-func expansion(ctx context.Context, a hippocam.Archive, msgs []hippocam.Message) ([]messageJSON, error) {
-	out := []messageJSON{}
-	version := 0
-	var walk func(ms []hippocam.Message, framing int, regenerated bool) error
-	walk = func(ms []hippocam.Message, framing int, regenerated bool) error {
-		for _, m := range ms {
-			if !m.Consolidated() {
-				if m.Kind.Hidden() || m.Kind == hippocam.KindRecall {
-					continue // an empty framing, or Hippocam's own recall exchanges
-				}
-				j := toJSON([]hippocam.Message{m})[0]
-				j.Framing, j.Regenerated = framing, regenerated
-				out = append(out, j)
-				continue
-			}
-			kids, err := a.Children(ctx, m.Ref)
-			if err != nil {
-				return err
-			}
-			f, g := framing, regenerated
-			switch m.Kind {
-			case hippocam.KindFraming:
-				version++
-				f = version
-			case hippocam.KindBranch:
-				g = true
-			}
-			if err := walk(kids, f, g); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	return out, walk(msgs, 0, false)
 }
 
 // deleteSession is DELETE /api/sessions/{id}: the session and everything archived in it.

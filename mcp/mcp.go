@@ -1,9 +1,10 @@
 // Package mcp serves Hippocam over the Model Context Protocol, for agents that cannot send their
 // model calls through the proxy but can call MCP tools: desktop assistants, IDE agents, hosted
 // agents. It is a thin transport (docs/architecture.md §9): every tool and resource is one call
-// of the services the REST API uses (the store, the session service, the REST API's own
-// renderings through Views), translated to MCP; nothing here decides anything about sessions,
-// memory or learning. docs/mcp.md tells users what it offers.
+// of the services the REST API uses (the store, and the session service with its learning
+// methods and its views of messages), translated to MCP; nothing here decides anything about
+// sessions, memory or learning. It needs no HTTP server: hippocam mcp serves it over stdio with
+// a store and a session service alone. docs/mcp.md tells users what it offers.
 //
 // Tools (JSON-schema inputs; each answers with a structured result and the same in text):
 //
@@ -15,14 +16,14 @@
 //   - get_advisory {task}: the cluster and advisory a task with that text would get at its
 //     start (sessions.Service.Advise), with no model call for the agent.
 //   - report_outcome {session, feedback, success?, reward?}: a task's end
-//     (sessions.Service.EndTask), whose cluster update is queued or, with
+//     (sessions.Service.ReportOutcome), whose cluster update is queued or, with
 //     Config.WaitForUpdates, run before the answer.
-//   - search_lessons {query}: the lessons in force in the tenant's lessons clusters, with their
-//     conditions, evidence and provenance.
+//   - search_lessons {query}: the lessons in force in the tenant's lessons clusters
+//     (sessions.Service.Lessons), with their conditions, evidence and provenance.
 //
-// Resources: hippocam://lessons.md (the lessons file, as GET /api/lessons/export serves it) and
-// hippocam://sessions/{id}/expand (a session's expansion, as GET /api/sessions/{id}/expand
-// serves it), a template whose instances, one per session of the tenant, are listed too. The
+// Resources: hippocam://lessons.md (the lessons file, sessions.Service.LessonsFile, as GET
+// /api/lessons/export serves it) and hippocam://sessions/{id}/expand (a session's expansion,
+// sessions.Service.Expansion, the same bytes as GET /api/sessions/{id}/expand serves), a template whose instances, one per session of the tenant, are listed too. The
 // template's id completes to the tenant's session ids (completion/complete: complete.go).
 //
 // Subscriptions (notify.go). A client may subscribe to any resource (resources/subscribe, or a
@@ -52,35 +53,17 @@ import (
 	"sync"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/sessions"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Views are the REST API's documents the MCP server hands out as they are, so that both
-// transports give the same bytes. Package httpapi implements them.
-type Views interface {
-	// Expansion is the body of GET /api/sessions/{id}/expand. ENOTFOUND if the tenant has no
-	// such session.
-	Expansion(ctx context.Context, tenant, session string) ([]byte, error)
-	// LessonsFile is the body of GET /api/lessons/export: the lessons file of the tenant's
-	// lessons clusters.
-	LessonsFile(ctx context.Context, tenant string) ([]byte, error)
-	// Lessons are the lessons GET /api/lessons lists, each with its cluster.
-	Lessons(ctx context.Context, tenant string) ([]Lesson, error)
-}
-
 // Lesson is one lesson with the cluster that keeps it, as GET /api/lessons lists it.
-type Lesson struct {
-	Cluster string `json:"cluster"`
-	library.LessonView
-}
+type Lesson = sessions.Lesson
 
 // Config configures a Server.
 type Config struct {
 	Store    hippocam.Store
 	Sessions *sessions.Service
-	Views    Views
 	Logger   *slog.Logger
 	// Version is the server's version, as MCP clients are told it.
 	Version string
@@ -107,10 +90,10 @@ type Server struct {
 	stop    func()  // stops observing the session service
 }
 
-// New returns a server. EINVALID when the store, the session service or the views are missing.
+// New returns a server. EINVALID when the store or the session service is missing.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Sessions == nil || cfg.Views == nil {
-		return nil, hippocam.Errorf(hippocam.EINVALID, "mcp: a store, a session service and the REST views are required")
+	if cfg.Store == nil || cfg.Sessions == nil {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "mcp: a store and a session service are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -1,7 +1,9 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/url"
 	"strings"
 
@@ -34,7 +36,7 @@ func (t *tenantServer) addLessons(srv *sdk.Server) {
 }
 
 func (t *tenantServer) readLessons(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	md, err := t.cfg.Views.LessonsFile(ctx, t.tenant)
+	md, _, err := t.cfg.Sessions.LessonsFile(ctx, t.tenant, "")
 	if err != nil {
 		return nil, t.resourceError(req.Params.URI, err)
 	}
@@ -47,7 +49,11 @@ func (t *tenantServer) readExpansion(ctx context.Context, req *sdk.ReadResourceR
 	if !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	body, err := t.cfg.Views.Expansion(ctx, t.tenant, id)
+	all, err := t.cfg.Sessions.Expansion(ctx, t.tenant, id)
+	if err != nil {
+		return nil, t.resourceError(uri, err)
+	}
+	body, err := encodeJSON(map[string]any{"messages": all})
 	if err != nil {
 		return nil, t.resourceError(uri, err)
 	}
@@ -74,6 +80,18 @@ func (t *tenantServer) listSessionResources(next sdk.MethodHandler) sdk.MethodHa
 		}
 		return list, nil
 	}
+}
+
+// encodeJSON encodes v as the REST API writes its bodies (HTML characters as they are, a newline
+// at the end), so that a resource and its REST route give the same bytes.
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // expandURI is the URI of a session's expansion. The id is percent-encoded but for the

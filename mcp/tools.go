@@ -240,28 +240,22 @@ func (t *tenantServer) reportOutcome(ctx context.Context, _ *sdk.CallToolRequest
 		return nil, reportOutcomeOut{}, t.toolError(ToolReportOutcome, err)
 	}
 	o := sessions.Outcome{Feedback: in.Feedback, Success: in.Success, Reward: in.Reward}
-	sess, err := t.cfg.Sessions.EndTask(ctx, t.tenant, in.Session, o, t.cfg.WaitForUpdates)
-	if err != nil && sess == nil {
+	rep, err := t.cfg.Sessions.ReportOutcome(ctx, t.tenant, in.Session, o, t.cfg.WaitForUpdates)
+	if err != nil {
 		if hippocam.ErrorCode(err) == hippocam.ENOTFOUND {
 			err = sessionNotFound(in.Session)
 		}
 		return nil, reportOutcomeOut{}, t.toolError(ToolReportOutcome, err)
 	}
-	out := reportOutcomeOut{Session: sess.ID, Ended: true, Update: "none"}
-	if l := sess.Transcript.Learning; l != nil && (l.Cluster != "" || l.Pending()) { // a pending task is routed by its update
-		out.Cluster, out.Update = l.Cluster, "queued"
-		if t.cfg.WaitForUpdates && err == nil {
-			out.Update = "done"
-		}
-	}
-	if err != nil { // ended and queued, but the update that ran at once failed: the job retries it
-		t.log.Warn("mcp: the outcome's cluster update failed; its job will retry", logTenant, t.tenant, logSession, sess.ID, logError, err)
+	out := reportOutcomeOut{Session: rep.Session.ID, Ended: true, Cluster: rep.Cluster, Update: rep.Update}
+	if rep.UpdateErr != nil { // ended and queued, but the update that ran at once failed: the job retries it
+		t.log.Warn("mcp: the outcome's cluster update failed; its job will retry", logTenant, t.tenant, logSession, rep.Session.ID, logError, rep.UpdateErr)
 	}
 	msg := fmt.Sprintf("Session %s has ended.", out.Session)
 	switch out.Update {
-	case "done":
+	case sessions.UpdateDone:
 		msg += fmt.Sprintf(" Cluster %s has learned from it.", out.Cluster)
-	case "queued":
+	case sessions.UpdateQueued:
 		if out.Cluster == "" {
 			msg += " Its task is being routed; the cluster it goes to will learn from it shortly."
 		} else {
@@ -296,13 +290,13 @@ func (t *tenantServer) searchLessons(ctx context.Context, _ *sdk.CallToolRequest
 		}
 		q = &parsed
 	}
-	all, err := t.cfg.Views.Lessons(ctx, t.tenant)
+	active, err := t.cfg.Sessions.Lessons(ctx, t.tenant, sessions.LessonFilter{Status: library.LessonActive})
 	if err != nil {
 		return fail(err)
 	}
 	out := searchLessonsOut{Query: in.Query, Lessons: []Lesson{}}
-	for _, l := range all {
-		if l.Status == library.LessonActive && (q == nil || q.Matches(lessonText(&l))) {
+	for _, l := range active {
+		if q == nil || q.Matches(lessonText(&l)) {
 			out.Lessons = append(out.Lessons, l)
 		}
 	}

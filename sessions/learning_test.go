@@ -241,7 +241,7 @@ func TestLearningBadOutcome(t *testing.T) {
 	if _, err := task(t, svc, "acme", "g1", salesTask, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range []sessions.Outcome{{}, {Feedback: "  "}, {Feedback: strings.Repeat("x", sessions.MaxFeedbackBytes+1)}, {Feedback: "ok", Attempts: -1}, {Feedback: "ok", Attempts: 1_000_000_000_000}} {
+	for _, o := range []sessions.Outcome{{}, {Feedback: "  "}, {Feedback: strings.Repeat("x", sessions.MaxFeedbackBytes+1)}, {Feedback: "ok", Attempts: -1}, {Feedback: "ok", Attempts: sessions.MaxAttempts + 1}, {Feedback: "ok", Attempts: 1_000_000_000_000}} {
 		if _, err := svc.EndTask(ctx, "acme", "g1", o, true); hippocam.ErrorCode(err) != hippocam.EINVALID {
 			t.Fatalf("outcome %.40q: %v, want invalid", o.Feedback, err)
 		}

@@ -1,7 +1,12 @@
 // Package sessions is the proxy's session service (docs/architecture.md §7, §9): given what an agent
 // sent, in whichever wire format (read into a hippocam.Conversation by its transport), it finds
 // the session the request continues, runs one engine step on what is new and commits it. It
-// knows nothing of HTTP or JSON; the transports (package httpapi, and the MCP server in package mcp) only translate.
+// knows nothing of HTTP or of the wire formats; the transports (package httpapi, and the MCP server
+// in package mcp) only translate. What users reach beside the proxy is here too, so that both
+// transports call the same methods: the learning layer's clusters, lessons and outcomes
+// (learning_service.go), a session's expansion with the message shape both show (views.go), and
+// the Responses rule that resolves response and item ids into a session's messages
+// (responses.go).
 //
 // The rules, in the order they are tried (docs/sessions.md tells them to users):
 //

@@ -14,7 +14,6 @@ import (
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/anthropic"
 	"github.com/hippocam/hippocam/engine"
-	"github.com/hippocam/hippocam/httpapi"
 	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/mcp"
 	"github.com/hippocam/hippocam/memory/library"
@@ -143,11 +142,8 @@ func (c *McpCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := httpapi.New(httpapi.Config{Engine: e, Store: c.store, Sessions: svc, Logger: log})
-	if err != nil {
-		return err
-	}
-	m, err := srv.MCP(mcp.Config{Version: Version, WaitForUpdates: c.Learn != sessions.LearnOff})
+	// The MCP server needs the store and the session service alone: no HTTP server is built.
+	m, err := mcp.New(mcp.Config{Store: c.store, Sessions: svc, Logger: log, Version: Version, WaitForUpdates: c.Learn != sessions.LearnOff})
 	if err != nil {
 		return err
 	}

@@ -93,12 +93,47 @@ func statusText(l *Lesson) string {
 	return s
 }
 
-// Import reads a lessons file into state and returns the new state. An entry whose id is in the
-// state changes that lesson where the file differs (recorded in its history as edited); an entry
-// with a new id or none adds a lesson (imported); an active lesson the file leaves out is
-// withdrawn: marked superseded, never removed. Importing what Export gave changes nothing.
-// EINVALID, naming the line, if the file cannot be read or an entry breaks a lesson's rules.
+// Import reads a lessons file into state and returns the new state, as ImportFile does without
+// options: a file that holds no entry is refused.
 func Import(state json.RawMessage, md []byte) (json.RawMessage, error) {
+	res, err := ImportFile(state, md, ImportOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return res.State, nil
+}
+
+// ImportOptions change what ImportFile accepts.
+type ImportOptions struct {
+	// ReplaceAll lets a file that holds no entry (an empty file, or the title alone) withdraw
+	// every lesson in force. Without it such a file is refused: a body that is no lessons file
+	// at all (plain text, an error page, random bytes) reads as one without entries, and must
+	// not wipe the lessons out by mistake.
+	ReplaceAll bool
+}
+
+// ImportResult is what an import did, or would do: the state after it and the lessons by what
+// happened to them. Every lesson of the state after is in exactly one list.
+type ImportResult struct {
+	State json.RawMessage
+	// Changed is false when the file matched the state (State then holds the same lessons).
+	Changed bool
+	// Added are the lessons the file brought in (entries with a new id or none), Edited those
+	// it changed, Withdrawn the lessons in force it left out, Unchanged every other lesson
+	// (those the file repeats as they are, and superseded lessons it leaves out).
+	Added, Edited, Withdrawn, Unchanged []string
+	// Lessons counts the lessons after the import, Active those in force.
+	Lessons, Active int
+}
+
+// ImportFile reads a lessons file into state. An entry whose id is in the state changes that
+// lesson where the file differs (recorded in its history as edited); an entry with a new id or
+// none adds a lesson (imported); an active lesson the file leaves out is withdrawn: marked
+// superseded, never removed. Importing what Export gave changes nothing. The input is not
+// changed, so a caller may compute the result and keep it or not (a dry run). EINVALID, naming
+// the line, if the file cannot be read or an entry breaks a lesson's rules; EINVALID too for a
+// file with no entry unless opts.ReplaceAll.
+func ImportFile(state json.RawMessage, md []byte, opts ImportOptions) (*ImportResult, error) {
 	st, err := ParseState(state)
 	if err != nil {
 		return nil, err
@@ -108,13 +143,12 @@ func Import(state json.RawMessage, md []byte) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(entries) == 0 && !strings.HasPrefix(strings.TrimSpace(string(md)), fileTitle) {
-		// A file without entries withdraws every lesson; only an export (which begins with
-		// the title) may say that. Anything else (an error page, a wrong file) changes nothing.
-		return nil, hippocam.Errorf(hippocam.EINVALID, "not a lessons file: it holds no entry (\"## ID: …\") and does not begin with %q as an export does", fileTitle)
+	if len(entries) == 0 && !opts.ReplaceAll {
+		return nil, hippocam.Errorf(hippocam.EINVALID, "not a lessons file, or an empty one: it holds no lesson entry (\"## ID: …\"), "+
+			"and importing it would withdraw every lesson; to withdraw them all on purpose, import it with replace=all")
 	}
 	update := st.Updates + 1
-	changed := false
+	res := &ImportResult{}
 	inFile := map[string]bool{}
 	for _, e := range entries {
 		if e.ID != "" && inFile[e.ID] {
@@ -122,28 +156,40 @@ func Import(state json.RawMessage, md []byte) (json.RawMessage, error) {
 		}
 		if l := st.Lesson(e.ID); e.ID != "" && l != nil {
 			inFile[e.ID] = true
-			changed = edit(l, &e.Lesson, update) || changed
+			if edit(l, &e.Lesson, update) {
+				res.Edited = append(res.Edited, l.ID)
+			}
 			continue
 		}
 		l := e.Lesson
 		if l.ID == "" {
 			l.ID = st.newID()
 		}
-		inFile[l.ID], changed = true, true
+		inFile[l.ID] = true
+		res.Added = append(res.Added, l.ID)
 		l.History = append(l.History, Change{Update: update, Event: "imported", Note: "from a lessons file"})
 		st.Lessons = append(st.Lessons, l)
 	}
 	for i := range st.Lessons {
-		if l := &st.Lessons[i]; !inFile[l.ID] && l.Status == Active {
+		l := &st.Lessons[i]
+		switch {
+		case !inFile[l.ID] && l.Status == Active:
 			st.supersede(l.ID, nil, "left out of an imported lessons file", update)
 			l.History[len(l.History)-1].Event = "withdrawn"
-			changed = true
+			res.Withdrawn = append(res.Withdrawn, l.ID)
+		case !slices.Contains(res.Added, l.ID) && !slices.Contains(res.Edited, l.ID):
+			res.Unchanged = append(res.Unchanged, l.ID)
 		}
 	}
-	if changed {
+	res.Changed = len(res.Added)+len(res.Edited)+len(res.Withdrawn) > 0
+	res.Lessons, res.Active = len(st.Lessons), len(st.Active())
+	if res.Changed {
 		st.Updates = update
 	}
-	return st.JSON()
+	if res.State, err = st.JSON(); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // edit makes l what the file says, reporting whether anything changed.

@@ -3,6 +3,8 @@ package lessons_test
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,9 +126,9 @@ func TestImportErrors(t *testing.T) {
 	}
 }
 
-// A body that is no lessons file (an error page, plain text, random bytes) holds no entry: it is
-// refused instead of withdrawing every lesson. An export with no entries (its title alone) still
-// says "no lessons" on purpose.
+// A body that parses but holds no entry (an error page, plain text, random bytes, or a lessons
+// file with its title alone) is refused instead of withdrawing every lesson; only an import that
+// asks to replace everything may do that.
 func TestImportNotALessonsFile(t *testing.T) {
 	state, err := lessons.Import(nil, []byte("# Lessons\n\n## use a = b\n- decision: d\n"))
 	if err != nil {
@@ -137,26 +139,67 @@ func TestImportNotALessonsFile(t *testing.T) {
 		random[i] = byte(i*7919 + i/3)
 	}
 	for name, body := range map[string][]byte{
-		"Text":   []byte("hello world"),
-		"HTML":   []byte("<!doctype html><html><body><h1>502 Bad Gateway</h1></body></html>"),
-		"Random": random,
+		"Text":         []byte("hello world"),
+		"HTML":         []byte("<!doctype html><html><body><h1>502 Bad Gateway</h1></body></html>"),
+		"Random":       random,
+		"EmptyExport":  []byte("# Lessons\n"),
+		"Nothing":      nil,
+		"OnlyTheTitle": []byte("# Lessons\n\nLessons learned by comparing attempts at tasks.\n"),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := lessons.Import(state, body)
-			if hippocam.ErrorCode(err) != hippocam.EINVALID || !strings.Contains(err.Error(), "not a lessons file") {
-				t.Fatalf("err = %v, want EINVALID saying it is not a lessons file", err)
+			if hippocam.ErrorCode(err) != hippocam.EINVALID || !strings.Contains(err.Error(), "no lesson entry") || !strings.Contains(err.Error(), "replace=all") {
+				t.Fatalf("err = %v, want EINVALID saying it holds no entry", err)
 			}
 		})
 	}
-	after, err := lessons.Import(state, []byte("# Lessons\n"))
+	res, err := lessons.ImportFile(state, []byte("# Lessons\n"), lessons.ImportOptions{ReplaceAll: true})
 	if err != nil {
-		t.Fatalf("an export without entries: %v", err)
+		t.Fatalf("an empty file with ReplaceAll: %v", err)
 	}
-	st, err := lessons.ParseState(after)
+	st, err := lessons.ParseState(res.State)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Active()) != 0 {
-		t.Errorf("%d lessons still in force after importing an empty export", len(st.Active()))
+	if len(st.Active()) != 0 || !res.Changed || !slices.Equal(res.Withdrawn, []string{"L1"}) || res.Active != 0 || res.Lessons != 1 {
+		t.Errorf("%d lessons still in force after replacing them all with nothing; result %+v", len(st.Active()), res)
+	}
+}
+
+// ImportFile says what an import does, lesson by lesson, and leaves its input as it was, so that
+// a caller may show it without keeping it.
+func TestImportFileResult(t *testing.T) {
+	state, err := lessons.Import(nil, []byte("# Lessons\n\n## use a = b\n- decision: d\n\n## use c = d\n- decision: e\n\n## use e = f\n- decision: g\n\n## use g = h\n- decision: i\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state, _, err = lessons.Delete(state, "L4"); err != nil { // superseded: left out, it stays as it is
+		t.Fatal(err)
+	}
+	md, err := lessons.Export(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := string(md)
+	file = strings.Replace(file, "- decision: e\n", "- decision: e, rewritten\n", 1)       // L2 edited
+	file = file[:strings.Index(file, "\n## L3:")] + file[strings.Index(file, "\n## L4:"):] // L3 left out
+	file += "\n## use x = y\n- decision: new\n"                                            // added as L5
+	before := string(state)
+	res, err := lessons.ImportFile(state, []byte(file), lessons.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(state) != before {
+		t.Fatal("ImportFile changed its input")
+	}
+	want := &lessons.ImportResult{Changed: true, Added: []string{"L5"}, Edited: []string{"L2"}, Withdrawn: []string{"L3"},
+		Unchanged: []string{"L1", "L4"}, Lessons: 5, Active: 3}
+	res.State = nil
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("result %+v, want %+v", res, want)
+	}
+	same, err := lessons.ImportFile(state, md, lessons.ImportOptions{})
+	if err != nil || same.Changed || len(same.Unchanged) != 4 || len(same.Added)+len(same.Edited)+len(same.Withdrawn) != 0 {
+		t.Fatalf("re-importing the export: %+v, %v", same, err)
 	}
 }

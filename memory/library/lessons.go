@@ -50,3 +50,17 @@ func ImportLessons(state json.RawMessage, md []byte) (json.RawMessage, error) {
 func DeleteLesson(state json.RawMessage, id string) (json.RawMessage, bool, error) {
 	return lessons.Delete(state, id)
 }
+
+// Importing a lessons file, and what it changed.
+type (
+	// LessonsImportOptions says how a file is read in (lessons.ImportOptions).
+	LessonsImportOptions = lessons.ImportOptions
+	// LessonsImportResult is the state after an import and what it added, edited and withdrew.
+	LessonsImportResult = lessons.ImportResult
+)
+
+// ImportLessonsFile reads a lessons file into a lessons state and says what it changed
+// (lessons.ImportFile).
+func ImportLessonsFile(state json.RawMessage, md []byte, opts LessonsImportOptions) (*LessonsImportResult, error) {
+	return lessons.ImportFile(state, md, opts)
+}
