@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hippocam/hippocam/sim"
 )
 
 // Through the real binaries (serve in front of sim, with either upstream format): the routes
@@ -19,7 +21,7 @@ import (
 // sends upstream.
 func TestServeEndpoints(t *testing.T) {
 	simAddr := freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	for _, format := range []string{"openai", "anthropic"} {
 		t.Run(format, func(t *testing.T) {
 			addr := freeAddr(t)
@@ -79,7 +81,7 @@ func TestServeEndpoints(t *testing.T) {
 func TestServeEndpointsNodeSDK(t *testing.T) {
 	node, dir := nodeHarness(t)
 	simAddr, addr := freeAddr(t), freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "sdk.db"), "--upstream", "http://"+simAddr+"/v1", "--model", "hippocam-sim")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

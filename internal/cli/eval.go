@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -10,14 +10,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/anthropic"
-	"github.com/hippocam/hippocam/bench"
 	"github.com/hippocam/hippocam/eval"
+	"github.com/hippocam/hippocam/internal/progress"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/tokenizer"
 )
@@ -82,9 +83,9 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 	case c.Batch < 1 || c.Parallel < 1 || c.Limit < 0 || c.AnswerTokens < 1:
 		return fmt.Errorf("--batch, --parallel and --answer-tokens must be at least 1, --limit at least 0")
 	}
-	c.Conditions = splitNames(*conds)
+	c.Conditions = splitList(*conds)
 	for _, x := range c.Conditions {
-		if !contains(eval.Conditions, x) {
+		if !slices.Contains(eval.Conditions, x) {
 			return fmt.Errorf("--conditions: unknown condition %q (hippocam, full, truncate)", x)
 		}
 	}
@@ -118,7 +119,7 @@ func (c *EvalCommand) ParseFlags(args []string) error {
 		}
 		c.prices = &hippocam.Prices{Input: v[0], CachedInput: v[1], Output: v[2]}
 	}
-	c.progressTerminal = isTerminal(c.Stderr)
+	c.progressTerminal = progress.IsTerminal(c.Stderr)
 	return nil
 }
 
@@ -144,13 +145,13 @@ func (c *EvalCommand) Run(ctx context.Context) error {
 	cfg := eval.Config{Conditions: c.Conditions, Model: c.Model, JudgeModel: c.JudgeModel, Window: c.Window, Batch: c.Batch,
 		Limit: c.Limit, Parallel: c.Parallel, AnswerTokens: c.AnswerTokens, Prices: c.prices, RunID: time.Now().UTC().Format("20060102T150405"),
 		Tok: tok, Direct: direct, Judge: direct}
-	if contains(c.Conditions, eval.CondHippocam) {
+	if slices.Contains(c.Conditions, eval.CondHippocam) {
 		logf, err := os.Create(filepath.Join(c.Out, "serve.log"))
 		if err != nil {
 			return err
 		}
 		defer logf.Close()
-		root, stop, err := startServeWith(ctx, logf, &key, "--upstream", c.Upstream, "--upstream-format", c.UpstreamFormat,
+		root, stop, err := StartServe(ctx, logf, &key, "--upstream", c.Upstream, "--upstream-format", c.UpstreamFormat,
 			"--model", c.Model, "--context-window", strconv.Itoa(c.Window), "--learn", "off",
 			// Every verdict in before the next step: eval measures what is remembered, not how fast.
 			"--janus-wait", "0")
@@ -238,7 +239,7 @@ func (c *EvalCommand) client(base, key string, transport http.RoundTripper, form
 // progress draws a bar on a terminal, and otherwise writes a line at every tenth of the run.
 func (c *EvalCommand) progress() func(done, total int) {
 	if c.progressTerminal {
-		return bench.ProgressBar(c.Stderr, "eval")
+		return progress.Bar(c.Stderr, "eval")
 	}
 	last := -1
 	return func(done, total int) {

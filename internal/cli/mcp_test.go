@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -18,6 +18,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hippocam/hippocam/internal/servetest"
+	"github.com/hippocam/hippocam/sim"
 )
 
 // MCP end to end. Proxied tasks run through serve (learning routed, two tenants, the simulated
@@ -29,7 +32,7 @@ import (
 // The second tenant, over both transports, sees none of it; a missing or wrong key is a 401.
 func TestMCPEndToEnd(t *testing.T) {
 	node, harness := mcpHarness(t)
-	bin := buildHippocam(t)
+	bin := servetest.Build(t)
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
 	if err := os.WriteFile(keys, []byte("acme k-acme\nother k-other\n"), 0o600); err != nil {
@@ -38,7 +41,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	db := filepath.Join(dir, "h.db")
 	simAddr, addr := freeAddr(t), freeAddr(t)
 	upstream := "http://" + simAddr + "/v1"
-	start(t, upstream+"/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", db, "--upstream", upstream, "--context-window", "8000",
 		"--model", "hippocam-sim", "--learn", "routed", "--keys", keys,
 		"--janus", "gate") // each task's close is consolidated in its own step, before the search
@@ -251,20 +254,6 @@ func mcpHarness(t *testing.T) (node, dir string) {
 		t.Skipf("MCP client test skipped (%v); run `npm ci` in %s", err, dir)
 	}
 	return node, dir
-}
-
-// buildHippocam builds the binary, for the MCP client to start as its stdio server.
-func buildHippocam(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not on PATH to build hippocam: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "hippocam")
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // runDriver runs mcp.mjs's scenario with env and returns what it printed.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -13,28 +13,15 @@ import (
 
 	"github.com/hippocam/hippocam/eval"
 	"github.com/hippocam/hippocam/internal/servetest"
+	"github.com/hippocam/hippocam/sim"
 )
 
-// startSimBinary runs the built binary's sim on a free port until the test ends and returns its
+// startSimulated serves the simulated model on a free port until the test ends and returns its
 // root URL.
-func startSimBinary(t *testing.T, bin string) string {
+func startSimulated(t *testing.T) string {
 	t.Helper()
 	addr := servetest.FreeAddr(t)
-	log := &servetest.Log{}
-	cmd := exec.Command(bin, "sim", "--addr", addr)
-	cmd.Env, cmd.Stdout, cmd.Stderr = servetest.Env("HIPPOCAM_", "OPENAI_", "ANTHROPIC_"), log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		<-exited
-	})
-	if !servetest.Healthy("http://"+addr+"/v1/models", exited) {
-		t.Fatalf("hippocam sim did not come up:\n%s", log.String())
-	}
+	startSim(t, addr, sim.Latency{})
 	return "http://" + addr
 }
 
@@ -147,7 +134,7 @@ func TestEvalEndToEnd(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	bin := servetest.Build(t)
-	root := startSimBinary(t, bin)
+	root := startSimulated(t)
 
 	t.Run("locomo", func(t *testing.T) {
 		out := t.TempDir()

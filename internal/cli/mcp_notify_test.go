@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hippocam/hippocam/internal/servetest"
+	"github.com/hippocam/hippocam/sim"
 )
 
 // Through the binaries: a client of `hippocam mcp` over stdio, beside a serve on the same file,
@@ -17,12 +20,12 @@ import (
 // told (stdio by reading the store every --watch, HTTP on its subscriptions/listen stream); the
 // next turn, the same. Both complete the session's id.
 func TestMCPNotifications(t *testing.T) {
-	bin := buildHippocam(t)
+	bin := servetest.Build(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")
 	simAddr, addr := freeAddr(t), freeAddr(t)
 	upstream := "http://" + simAddr + "/v1"
-	start(t, upstream+"/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", db, "--upstream", upstream, "--model", "hippocam-sim")
 	api := &restClient{t: t, base: "http://" + addr}
 	if _, err := api.chat("", "first", []map[string]string{{"role": "user", "content": "!say hello"}}); err != nil {

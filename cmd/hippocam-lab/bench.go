@@ -9,12 +9,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hippocam/hippocam/bench"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/internal/cli"
+	"github.com/hippocam/hippocam/internal/progress"
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
@@ -118,7 +121,7 @@ func (c *BenchCommand) parseOverhead(args []string) error {
 // runOverhead measures the proxy and the stores and prints the report.
 func (c *BenchCommand) runOverhead(ctx context.Context) error {
 	cfg := c.Overhead
-	if isTerminal(c.Stderr) {
+	if progress.IsTerminal(c.Stderr) {
 		cfg.Progress = func(stage string, done, total int) {
 			fmt.Fprintf(c.Stderr, "\r%-24s %d/%d", stage, done, total)
 			if done == total {
@@ -188,7 +191,7 @@ func writeOverhead(dir string, rep *bench.OverheadReport) ([]string, error) {
 // port, with a SQLite file in a temporary directory, so that the run measures the proxy exactly
 // as it is deployed (its session jobs, streaming and JANUS mode included).
 func startServe(ctx context.Context, upstream string, window int, janus string) (string, func() error, error) {
-	return startServeWith(ctx, io.Discard, nil, "--upstream", upstream, "--upstream-format", "openai",
+	return cli.StartServe(ctx, io.Discard, nil, "--upstream", upstream, "--upstream-format", "openai",
 		"--context-window", strconv.Itoa(window), "--model", sim.ModelID, "--janus", cmp.Or(janus, string(engine.JanusBeside)))
 }
 
@@ -203,53 +206,7 @@ func startLearningServe(ctx context.Context, upstream string, window int, janus,
 	case routeWait > 0:
 		args = append(args, "--route-wait", routeWait.String())
 	}
-	return startServeWith(ctx, io.Discard, nil, args...)
-}
-
-// startServeWith runs the `serve` command in-process with args, on a free loopback port, with a
-// SQLite file in a temporary directory, no keys and its log on log; apiKey, when not nil,
-// replaces the upstream key serve would read from the environment. It returns the root URL and
-// the function that stops the server and removes the directory.
-func startServeWith(ctx context.Context, log io.Writer, apiKey *string, args ...string) (string, func() error, error) {
-	dir, err := os.MkdirTemp("", "hippocam-serve-")
-	if err != nil {
-		return "", nil, err
-	}
-	cmd := &ServeCommand{Stdout: io.Discard, Stderr: log}
-	err = cmd.ParseFlags(append([]string{"--addr", "127.0.0.1:0", "--db", filepath.Join(dir, "hippocam.db"), "--keys", ""}, args...))
-	if err != nil {
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	if apiKey != nil {
-		cmd.APIKey = *apiKey
-	}
-	ready := make(chan string, 1)
-	cmd.Ready = func(addr string) { ready <- addr }
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Run(ctx) }()
-	stop := func() error {
-		cancel()
-		err := <-done
-		if cerr := cmd.Close(); err == nil {
-			err = cerr
-		}
-		os.RemoveAll(dir)
-		return err
-	}
-	select {
-	case addr := <-ready:
-		return "http://" + addr, stop, nil
-	case err := <-done:
-		cancel()
-		cmd.Close()
-		os.RemoveAll(dir)
-		if err == nil {
-			err = fmt.Errorf("the proxy stopped before it listened")
-		}
-		return "", nil, err
-	}
+	return cli.StartServe(ctx, io.Discard, nil, args...)
 }
 
 // parseContext reads the flags of `bench context`.
@@ -280,16 +237,6 @@ func (c *BenchCommand) parseContext(args []string) error {
 	return c.Context.Validate()
 }
 
-func splitNames(s string) []string {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		if n = strings.TrimSpace(n); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // Run runs the benchmark named at ParseFlags.
 func (c *BenchCommand) Run(ctx context.Context) error {
 	switch c.What {
@@ -316,7 +263,7 @@ func (c *BenchCommand) runContext(ctx context.Context) error {
 	}
 	var workloads []*bench.Workload
 	for _, size := range c.Context.Sizes() {
-		if len(c.Workloads) > 0 && !contains(c.Workloads, size.Name) {
+		if len(c.Workloads) > 0 && !slices.Contains(c.Workloads, size.Name) {
 			continue
 		}
 		w, err := bench.Generate(size.Name, c.Context.Seed, size.Tokens, tok)
@@ -334,7 +281,7 @@ func (c *BenchCommand) runContext(ctx context.Context) error {
 			return bench.Env{Model: model, Tok: tok, Window: c.Context.Window, Prices: c.Context.Prices}, err
 		},
 	}
-	if isTerminal(c.Stderr) {
+	if progress.IsTerminal(c.Stderr) {
 		suite.Progress = c.Stderr
 	}
 	rep, runErr := suite.Run(ctx)
@@ -382,12 +329,12 @@ func (c *BenchCommand) selectPolicies() ([]bench.Policy, error) {
 	var names []string
 	for _, p := range all {
 		names = append(names, p.Name)
-		if contains(c.Policies, p.Name) {
+		if slices.Contains(c.Policies, p.Name) {
 			out = append(out, p)
 		}
 	}
 	for _, n := range c.Policies {
-		if !contains(names, n) {
+		if !slices.Contains(names, n) {
 			return nil, fmt.Errorf("--policies: unknown policy %q (%s)", n, strings.Join(names, ", "))
 		}
 	}
@@ -396,25 +343,6 @@ func (c *BenchCommand) selectPolicies() ([]bench.Policy, error) {
 
 // Close releases nothing: the benchmark keeps everything in memory.
 func (c *BenchCommand) Close() error { return nil }
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-// isTerminal reports whether w is a terminal, where a progress bar redrawn in place makes sense.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
 
 // parseLearn reads the flags of `bench learn`.
 func (c *BenchCommand) parseLearn(args []string) error {
@@ -451,8 +379,8 @@ func (c *BenchCommand) runLearn(ctx context.Context) error {
 	if c.LearnStreamOut != "" {
 		return c.writeLearnStream()
 	}
-	if isTerminal(c.Stderr) {
-		cfg.Progress = bench.ProgressBar(c.Stderr, "learn")
+	if progress.IsTerminal(c.Stderr) {
+		cfg.Progress = progress.Bar(c.Stderr, "learn")
 	}
 	rep, runErr := bench.RunLearn(ctx, cfg)
 	if rep == nil {
@@ -484,4 +412,15 @@ func (c *BenchCommand) writeLearnStream() error {
 	}
 	fmt.Fprintf(c.Stderr, "wrote %s (%s suite, seed %d, %d tasks)\n", c.LearnStreamOut, c.Learn.Suite, c.Learn.Seed, n)
 	return nil
+}
+
+// splitNames reads a comma-separated list of names, without empty items.
+func splitNames(s string) []string {
+	var out []string
+	for _, n := range strings.Split(s, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bufio"
@@ -74,7 +74,7 @@ func start(t *testing.T, probe string, args ...string) {
 // then holds every message the client saw, in order.
 func TestServeEndToEnd(t *testing.T) {
 	simAddr, addr := freeAddr(t), freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	db := filepath.Join(t.TempDir(), "serve.db")
 	// --janus-wait 0: each step applies the previous verdict, however loaded the machine, so the
 	// answers do not depend on timing.
@@ -171,7 +171,7 @@ func nodeHarness(t *testing.T) (node, dir string) {
 func TestServeNodeSDK(t *testing.T) {
 	node, dir := nodeHarness(t)
 	simAddr, addr := freeAddr(t), freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "sdk.db"), "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -192,34 +192,6 @@ func TestServeNodeSDK(t *testing.T) {
 			t.Fatalf("session %s: status %d", session, resp.StatusCode)
 		}
 	}
-}
-
-// The first-run experience: serve --demo needs no key and no network, and a live session
-// appears for the viewer.
-func TestServeDemo(t *testing.T) {
-	addr := freeAddr(t)
-	start(t, "http://"+addr+"/healthz", "serve", "--demo", "--addr", addr, "--context-window", "8000")
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + addr + "/api/sessions/demo")
-		if err == nil {
-			var s struct {
-				Consolidations struct{ Intent, Prefix int } `json:"consolidations"`
-			}
-			json.NewDecoder(resp.Body).Decode(&s)
-			resp.Body.Close()
-			if s.Consolidations.Prefix > 0 {
-				page, err := http.Get("http://" + addr + "/")
-				if err != nil || page.StatusCode != 200 {
-					t.Fatalf("viewer: %v %v", err, page.Status)
-				}
-				page.Body.Close()
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("the demo session did not fold within 90 s")
 }
 
 // Shutdown lets an in-flight request finish and commit.
@@ -304,7 +276,7 @@ func TestServeTimeoutFlags(t *testing.T) {
 func TestServeStreamsAtTheModelsPace(t *testing.T) {
 	const tokensPerSecond, pad = 50, 150 // the answer takes some 3 s to produce after its first token
 	simAddr, addr := freeAddr(t), freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr, "--ttft-ms", "1000", "--tokens-per-second", fmt.Sprint(tokensPerSecond))
+	startSim(t, simAddr, sim.Latency{TTFT: time.Second, TokensPerSecond: tokensPerSecond})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "s.db"),
 		"--upstream", "http://"+simAddr+"/v1", "--context-window", "8000", "--model", "hippocam-sim")
 	content := fmt.Sprintf("!say streamed at the model's pace\n!pad %d", pad)

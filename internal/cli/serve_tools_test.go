@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hippocam/hippocam/sim"
 )
 
 // TestServeToolsOfEveryKind runs the real binary's serve in front of the real binary's sim, once
@@ -14,7 +16,7 @@ import (
 // chat one, a namespaced call comes back with its namespace.
 func TestServeToolsOfEveryKind(t *testing.T) {
 	simAddr := freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	claude := `{"model":"m","max_tokens":200,"tools":[{"type":"web_search_20250305","name":"web_search","max_uses":2},{"name":"Read","input_schema":{"type":"object"}}],` +
 		`"messages":[{"role":"user","content":"!say looked it up"}]}`
 	codex := `{"model":"m","input":"!call mcp__docs__search {\"query\":\"x\"}","tools":[{"type":"namespace","name":"mcp__docs__","description":"Docs.",` +

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hippocam/hippocam/sim"
 )
 
 // conformanceExpected are the conformance suite's server scenarios Hippocam fails on purpose,
@@ -65,7 +67,7 @@ func TestMCPConformance(t *testing.T) {
 	dir := t.TempDir()
 	simAddr, addr := freeAddr(t), freeAddr(t)
 	upstream := "http://" + simAddr + "/v1"
-	start(t, upstream+"/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(dir, "h.db"), "--upstream", upstream,
 		"--model", "hippocam-sim")
 	api := &restClient{t: t, base: "http://" + addr}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam/internal/servetest"
+	"github.com/hippocam/hippocam/sim"
 )
 
 // recLine is what the test reads of a recorded line.
@@ -73,17 +74,7 @@ func readRecording(t *testing.T, path string) []recLine {
 func TestServeRecordEndToEnd(t *testing.T) {
 	bin := servetest.Build(t)
 	simAddr := servetest.FreeAddr(t)
-	sim := exec.Command(bin, "sim", "--addr", simAddr)
-	sim.Env = servetest.Env("HIPPOCAM_", "OPENAI_", "ANTHROPIC_")
-	if err := sim.Start(); err != nil {
-		t.Fatal(err)
-	}
-	simExited := make(chan error, 1)
-	go func() { simExited <- sim.Wait() }()
-	t.Cleanup(func() { sim.Process.Kill(); <-simExited })
-	if !servetest.Healthy("http://"+simAddr+"/v1/models", simExited) {
-		t.Fatal("hippocam sim did not come up")
-	}
+	startSim(t, simAddr, sim.Latency{})
 
 	const (
 		upstreamKey = "sk-upstream-secret-4711"
@@ -313,7 +304,7 @@ func TestServeRecordEndToEnd(t *testing.T) {
 // Without --record there is no recording to link or serve.
 func TestServeWithoutRecord(t *testing.T) {
 	simAddr, addr := freeAddr(t), freeAddr(t)
-	start(t, "http://"+simAddr+"/v1/models", "sim", "--addr", simAddr)
+	startSim(t, simAddr, sim.Latency{})
 	start(t, "http://"+addr+"/healthz", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "s.db"), "--upstream", "http://"+simAddr+"/v1", "--context-window", "8000", "--model", "hippocam-sim")
 	body := `{"model":"hippocam-sim","messages":[{"role":"user","content":"!say hi"}]}`
 	req, _ := http.NewRequest("POST", "http://"+addr+"/v1/chat/completions", strings.NewReader(body))

@@ -1,8 +1,7 @@
-package main
+package cli
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -26,9 +25,6 @@ import (
 	"github.com/hippocam/hippocam/openai"
 	"github.com/hippocam/hippocam/postgres"
 	"github.com/hippocam/hippocam/record"
-	"github.com/hippocam/hippocam/replay"
-	"github.com/hippocam/hippocam/scenario"
-	"github.com/hippocam/hippocam/scenarios"
 	"github.com/hippocam/hippocam/sessions"
 	"github.com/hippocam/hippocam/sqlite"
 	"github.com/hippocam/hippocam/tokenizer"
@@ -92,11 +88,24 @@ type ServeCommand struct {
 	// Record is the directory that keeps every exchange with the upstream, a JSON Lines file per
 	// session (package record); empty records nothing.
 	Record string
+	// DemoKit supplies --demo: the simulated upstream and the scenario replayed into it. The lab
+	// binary sets it; without it, --demo is ErrLab (the product hands the command to the lab).
+	DemoKit *DemoKit
 
 	Stdout, Stderr io.Writer
 	Ready          func(addr string) // called once the server listens (tests)
 	store          hippocam.Store
 	dbSet          bool
+}
+
+// DemoKit is what serve --demo runs on instead of a real upstream. It lives in the lab binary,
+// so that the product links neither the simulated model nor the scenario replay.
+type DemoKit struct {
+	// Upstream is the model-client configuration of an in-process simulated model.
+	Upstream func(tok hippocam.Tokenizer) openai.Config
+	// Replay drives the bundled scenario into the server whose /v1 root is base, as an agent
+	// would, with apiKey (empty without --keys), and returns how many steps it replayed.
+	Replay func(ctx context.Context, base, apiKey string) (steps int, err error)
 }
 
 // demoWindow is the context window of --demo unless one is given.
@@ -158,6 +167,9 @@ func (c *ServeCommand) ParseFlags(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if c.Demo && c.DemoKit == nil {
+		return fmt.Errorf("--demo: %w", ErrLab)
+	}
 	if m := engine.JanusMode(c.Janus); m != engine.JanusBeside && m != engine.JanusGate {
 		return fmt.Errorf("--janus must be beside or gate, not %q", c.Janus)
 	}
@@ -211,7 +223,7 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	mcfg.BaseURL, mcfg.APIKey, mcfg.Model, mcfg.Logger = c.Upstream, c.APIKey, c.Model, log
 	mcfg.Timeout, mcfg.IdleTimeout, mcfg.MaxRetries = c.UpstreamTimeout, c.UpstreamIdleTimeout, c.UpstreamRetries
 	if c.Demo {
-		demo := simClient(tok)
+		demo := c.DemoKit.Upstream(tok)
 		mcfg.BaseURL, mcfg.Model, mcfg.HTTPClient = demo.BaseURL, demo.Model, demo.HTTPClient
 	}
 	var rec *record.Recorder
@@ -359,27 +371,20 @@ func (c *ServeCommand) Run(ctx context.Context) error {
 	return nil
 }
 
-// replayDemo drives the bundled support-queue scenario into the server over HTTP, as an agent
-// would, so that a newcomer finds a live session in the viewer.
+// replayDemo drives the bundled scenario into the server over HTTP, as an agent would, so that
+// a newcomer finds a live session in the viewer.
 func (c *ServeCommand) replayDemo(ctx context.Context, base string, keys map[string]string) {
-	data, err := scenarios.FS.ReadFile("support.jsonl")
-	if err == nil {
-		var lines []scenario.Line
-		if lines, err = scenario.Parse(bytes.NewReader(data)); err == nil {
-			key := ""
-			for k := range keys {
-				key = k
-				break
-			}
-			var rep *replay.HTTPReport
-			rep, err = replay.RunHTTP(ctx, replay.HTTPConfig{BaseURL: base + "/v1", Session: "demo", APIKey: key, Stream: func(i int) bool { return i%2 == 1 }}, lines)
-			if err == nil {
-				fmt.Fprintf(c.Stdout, "demo: replayed %d steps into session 'demo'; open %s/ to see its tree\n", rep.Steps, base)
-				return
-			}
-		}
+	key := ""
+	for k := range keys {
+		key = k
+		break
 	}
-	fmt.Fprintf(c.Stderr, "demo replay failed: %v\n", err)
+	steps, err := c.DemoKit.Replay(ctx, base+"/v1", key)
+	if err != nil {
+		fmt.Fprintf(c.Stderr, "demo replay failed: %v\n", err)
+		return
+	}
+	fmt.Fprintf(c.Stdout, "demo: replayed %d steps into session 'demo'; open %s/ to see its tree\n", steps, base)
 }
 
 // Close closes the store.
