@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 )
 
 // TestLearnQuick runs `bench learn --quick` as CI does: every condition produces numbers, and
@@ -111,7 +111,7 @@ func TestLearnQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if tasks, err := stream.Read(f); err != nil || len(tasks) != rep.Config.Tasks {
+	if tasks, err := learnstream.Read(f); err != nil || len(tasks) != rep.Config.Tasks {
 		t.Errorf("the written stream reads back as %d tasks, %v", len(tasks), err)
 	}
 }
@@ -149,7 +149,7 @@ func TestLearnRunDerive(t *testing.T) {
 		{Source: "a", Env: StreamEnv{Ask: map[string]string{"k": "v"}}},
 	}}
 	st.Scored = 4
-	run := LearnRun{Result: &stream.Result{Rewards: []float64{1, 0, 0.5, 0}, BestRewards: []float64{1, 1, 0.5, 1}}}
+	run := LearnRun{Result: &learnstream.Result{Rewards: []float64{1, 0, 0.5, 0}, BestRewards: []float64{1, 1, 0.5, 1}}}
 	if err := run.derive(st, 2); err != nil {
 		t.Fatal(err)
 	}

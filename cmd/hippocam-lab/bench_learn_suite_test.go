@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam/bench"
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 )
 
 // TestBenchLearnWriteStream: `bench learn --suite numeric --write-stream FILE` writes the
@@ -35,7 +35,7 @@ func TestBenchLearnWriteStream(t *testing.T) {
 	if !bytes.Equal(data, want) {
 		t.Error("the file is not the numeric stream of seed 5")
 	}
-	tasks, err := stream.Read(bytes.NewReader(data))
+	tasks, err := learnstream.Read(bytes.NewReader(data))
 	if err != nil || len(tasks) != 30 {
 		t.Fatalf("the stream reads back as %d tasks, %v", len(tasks), err)
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 	"github.com/hippocam/hippocam/memory/lessons"
 )
 
@@ -35,7 +35,7 @@ type LearnCommand struct {
 
 // learnReport is `hippocam learn --json`'s output.
 type learnReport struct {
-	Results []*stream.Result `json:"results"`
+	Results []*learnstream.Result `json:"results"`
 }
 
 // ParseFlags reads the learn flags.
@@ -43,9 +43,9 @@ func (c *LearnCommand) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("hippocam learn", flag.ContinueOnError)
 	fs.SetOutput(c.Stderr)
 	fs.StringVar(&c.Stream, "stream", "", "task stream (JSON Lines, docs/sim.md part 2)")
-	conditions := fs.String("conditions", strings.Join(stream.Conditions(), ","), "conditions to run, comma-separated")
-	fs.IntVar(&c.Attempts, "attempts", stream.DefaultAttempts, "attempts per task N for best-of-n, lessons and lessons-append-only")
-	fs.IntVar(&c.Window, "context-window", stream.DefaultWindow, "context window W of every task's session, in tokens")
+	conditions := fs.String("conditions", strings.Join(learnstream.Conditions(), ","), "conditions to run, comma-separated")
+	fs.IntVar(&c.Attempts, "attempts", learnstream.DefaultAttempts, "attempts per task N for best-of-n, lessons and lessons-append-only")
+	fs.IntVar(&c.Window, "context-window", learnstream.DefaultWindow, "context window W of every task's session, in tokens")
 	fs.IntVar(&c.Budget, "advisory-budget", 0, "most tokens of an advisory and of a hippocam cluster's context (default W/4)")
 	fs.BoolVar(&c.JSON, "json", false, "print one JSON object instead of a table")
 	fs.StringVar(&c.LessonsOut, "lessons-out", "", "write the lessons the lessons condition learned to this Markdown file")
@@ -77,8 +77,8 @@ func (c *LearnCommand) ParseFlags(args []string) error {
 	return nil
 }
 
-func (c *LearnCommand) config(condition string) stream.Config {
-	return stream.Config{Condition: condition, Attempts: c.Attempts, Window: c.Window, AdvisoryBudget: c.Budget}
+func (c *LearnCommand) config(condition string) learnstream.Config {
+	return learnstream.Config{Condition: condition, Attempts: c.Attempts, Window: c.Window, AdvisoryBudget: c.Budget}
 }
 
 // Run reads the stream and runs every condition on a fresh store and model (as many at once as
@@ -89,12 +89,12 @@ func (c *LearnCommand) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := stream.Read(f)
+	tasks, err := learnstream.Read(f)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Stream, err)
 	}
-	results := make([]*stream.Result, len(c.Conditions))
+	results := make([]*learnstream.Result, len(c.Conditions))
 	errs := make([]error, len(c.Conditions))
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
@@ -104,7 +104,7 @@ func (c *LearnCommand) Run(ctx context.Context) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			results[i], errs[i] = stream.Run(ctx, tasks, c.config(name))
+			results[i], errs[i] = learnstream.Run(ctx, tasks, c.config(name))
 		}()
 	}
 	wg.Wait()
@@ -128,7 +128,7 @@ func (c *LearnCommand) Run(ctx context.Context) error {
 }
 
 // printTable prints one line per condition.
-func (c *LearnCommand) printTable(tasks int, results []*stream.Result) {
+func (c *LearnCommand) printTable(tasks int, results []*learnstream.Result) {
 	fmt.Fprintf(c.Stdout, "Ran %s (%d tasks) under %d conditions, simulated model, W = %d tokens, N = %d attempts.\n\n", c.Stream, tasks, len(results), c.Window, c.Attempts)
 	tw := tabwriter.NewWriter(c.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "condition\treward\tbest of N\tcost USD\tcalls\tinput tokens\tuncached\toutput\tclusters\tentries\tagreement\t")
@@ -150,7 +150,7 @@ func (c *LearnCommand) printTable(tasks int, results []*stream.Result) {
 }
 
 // printSources prints the reward per hidden source (the stream's families), one column each.
-func (c *LearnCommand) printSources(results []*stream.Result) {
+func (c *LearnCommand) printSources(results []*learnstream.Result) {
 	var sources []string
 	for _, r := range results {
 		for src := range r.BySource {
@@ -184,7 +184,7 @@ func (c *LearnCommand) printSources(results []*stream.Result) {
 func (c *LearnCommand) Close() error { return nil }
 
 // writeLessons exports the lessons condition's cluster to LessonsOut.
-func (c *LearnCommand) writeLessons(results []*stream.Result) error {
+func (c *LearnCommand) writeLessons(results []*learnstream.Result) error {
 	for _, r := range results {
 		if r.Condition != "lessons" {
 			continue

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 	"github.com/hippocam/hippocam/memory/lessons"
 )
 
 // learnStream is the small stream bundled for the runner's own tests.
-const learnStream = "../../learn/stream/testdata/small.jsonl"
+const learnStream = "../../bench/learnstream/testdata/small.jsonl"
 
 type learnOutput struct {
 	Results []struct {
@@ -61,8 +61,8 @@ func TestLearnEveryCondition(t *testing.T) {
 			}
 		}
 	}
-	if !slices.Equal(got, stream.Conditions()) {
-		t.Fatalf("conditions %v, want %v", got, stream.Conditions())
+	if !slices.Equal(got, learnstream.Conditions()) {
+		t.Fatalf("conditions %v, want %v", got, learnstream.Conditions())
 	}
 }
 
@@ -104,7 +104,7 @@ func TestLearnBadInput(t *testing.T) {
 func TestLearnLessonsOut(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "lessons.md")
 	var stdout, stderr bytes.Buffer
-	if code := Main(context.Background(), []string{"learn", "--stream", "../../learn/stream/testdata/small.jsonl", "--conditions", "lessons", "--lessons-out", out}, &stdout, &stderr); code != 0 {
+	if code := Main(context.Background(), []string{"learn", "--stream", "../../bench/learnstream/testdata/small.jsonl", "--conditions", "lessons", "--lessons-out", out}, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	md, err := os.ReadFile(out)
@@ -129,7 +129,7 @@ func TestLearnLessonsOut(t *testing.T) {
 	if err != nil || !bytes.Equal(state2, state) {
 		t.Fatalf("importing the export again changed the state (%v)", err)
 	}
-	if code := Main(context.Background(), []string{"learn", "--stream", "../../learn/stream/testdata/small.jsonl", "--conditions", "stateless", "--lessons-out", out}, &stdout, &stderr); code == 0 {
+	if code := Main(context.Background(), []string{"learn", "--stream", "../../bench/learnstream/testdata/small.jsonl", "--conditions", "stateless", "--lessons-out", out}, &stdout, &stderr); code == 0 {
 		t.Fatal("--lessons-out without the lessons condition succeeded")
 	}
 }

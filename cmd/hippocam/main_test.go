@@ -16,7 +16,7 @@ import (
 // labOnly are the packages only the lab binary and tests may link: the benchmarks, the simulated
 // model, the scenario replay and the test helpers. Any package of the module whose name ends in
 // "test" is a test helper too.
-var labOnly = []string{"bench", "bench/learnstream", "learn/stream", "sim", "replay", "scenario", "scenarios",
+var labOnly = []string{"bench", "bench/learnstream", "sim", "replay", "scenario", "scenarios",
 	"storetest", "memory/systemtest"}
 
 // The product binary links none of the lab's packages.

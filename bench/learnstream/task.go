@@ -1,11 +1,11 @@
-// Package stream plays a stream of tasks through the learning layer (docs/learning.md): it
+// Package learnstream plays a stream of tasks through the learning layer (docs/learning.md): it
 // reads the JSON Lines of docs/sim.md parts 2 and 3, runs every task under one condition (no
 // memory, a retry baseline, one global cluster, routed clusters over a library of memory
 // systems, lessons from several attempts, or clusters given by the hidden sources), scores each
 // answer against the task's hidden environment (decisions and questions right or wrong,
 // estimates, curves and entities by their distance to the truth), writes the feedback that ends
 // the task, updates the cluster, and reports reward, cost by role, memory size and routing.
-package stream
+package learnstream
 
 import (
 	"bufio"
