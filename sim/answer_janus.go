@@ -100,20 +100,20 @@ func (r *request) reviewStart(lo, hi int, instruction string) (from int, said bo
 // review start line (and a span start line) names a message.
 func readStartQuote(s string) (spanQuote, bool) {
 	q := spanQuote{nth: 1}
-	rest, found := strings.CutPrefix(s, "latest ")
+	rest, found := strings.CutPrefix(s, engine.SpanLatest)
 	if !found {
 		var suffix string
-		if _, err := fmt.Sscanf(s, "%d%s latest ", &q.nth, &suffix); err != nil || q.nth < 1 {
+		if _, err := fmt.Sscanf(s, "%d%s "+engine.SpanLatest, &q.nth, &suffix); err != nil || q.nth < 1 {
 			return q, false
 		}
-		if _, rest, found = strings.Cut(s, " latest "); !found {
+		if _, rest, found = strings.Cut(s, " "+engine.SpanLatest); !found {
 			return q, false
 		}
 	}
 	if rest, found = cutRole(rest, &q); !found {
 		return q, false
 	}
-	if rest, found = strings.CutPrefix(rest, " above "); !found || !cutQuote(rest, &q) {
+	if rest, found = strings.CutPrefix(rest, engine.SpanAbove); !found || !cutQuote(rest, &q) {
 		return q, false
 	}
 	return q, true
