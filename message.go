@@ -158,7 +158,10 @@ func (m *Message) CallIDs() []string {
 }
 
 // RefTag is how a consolidated message shows its ref to the model: "[ref:ID]".
-func RefTag(ref string) string { return "[ref:" + ref + "]" }
+func RefTag(ref string) string { return RefTagPrefix + ref + "]" }
+
+// RefTagPrefix begins a ref tag; a consolidated message's text begins with its tag.
+const RefTagPrefix = "[ref:"
 
 // ParseRefTags returns the refs named by "[ref:ID]" tags in text, in order.
 func ParseRefTags(text string) []string {

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 )
 
 // `hippocam bench learn`: generated streams (learn_stream.go) run under every learning condition
-// of docs/learning.md §3 through learn/stream's runner, each on a fresh store and simulated
+// of docs/learning.md §3 through learnstream's runner, each on a fresh store and simulated
 // model; learn_report.go and learn_svg.go turn the results into tables and plots.
 
 // The learning conditions, in report order.
@@ -151,9 +151,9 @@ type LearnStream struct {
 
 // LearnRun is one condition on one stream.
 type LearnRun struct {
-	Condition string         `json:"condition"`
-	Seed      int64          `json:"seed"`
-	Result    *stream.Result `json:"result,omitempty"`
+	Condition string              `json:"condition"`
+	Seed      int64               `json:"seed"`
+	Result    *learnstream.Result `json:"result,omitempty"`
 	// Families holds attempt 1's mean reward and the best of the attempts' per family.
 	Families map[string]FamilyScore `json:"families,omitempty"`
 	// Curve is the mean reward of the scored tasks in each CurveWindow tasks of the stream;
@@ -180,7 +180,7 @@ func RunLearn(ctx context.Context, cfg LearnConfig) (*LearnReport, error) {
 		return nil, err
 	}
 	rep := &LearnReport{Config: cfg}
-	parsed := make([][]stream.Task, cfg.Streams)
+	parsed := make([][]learnstream.Task, cfg.Streams)
 	for s := range cfg.Streams {
 		seed := cfg.Seed + int64(s)
 		st, tasks, err := buildStream(cfg.Suite, seed, cfg.Tasks)
@@ -232,9 +232,9 @@ func RunLearn(ctx context.Context, cfg LearnConfig) (*LearnReport, error) {
 	return rep, errors.Join(errs...)
 }
 
-// buildStream generates one stream of suite and reads it back through learn/stream, as
+// buildStream generates one stream of suite and reads it back through bench/learnstream, as
 // `hippocam learn` would read the file.
-func buildStream(suite string, seed int64, n int) (LearnStream, []stream.Task, error) {
+func buildStream(suite string, seed int64, n int) (LearnStream, []learnstream.Task, error) {
 	st := LearnStream{Seed: seed, Families: map[string]int{}}
 	var err error
 	if suite == SuiteNumeric {
@@ -249,7 +249,7 @@ func buildStream(suite string, seed int64, n int) (LearnStream, []stream.Task, e
 	if err != nil {
 		return LearnStream{}, nil, err
 	}
-	parsed, err := stream.Read(bytes.NewReader(data))
+	parsed, err := learnstream.Read(bytes.NewReader(data))
 	if err != nil {
 		return LearnStream{}, nil, fmt.Errorf("read generated stream %d: %w", seed, err)
 	}
@@ -290,14 +290,14 @@ func (st *LearnStream) encode() ([]byte, error) {
 }
 
 // runCondition runs one condition on one stream and derives the per-family scores and the curve.
-func runCondition(ctx context.Context, cfg LearnConfig, st LearnStream, tasks []stream.Task, cond string, progress func(done, total int)) LearnRun {
+func runCondition(ctx context.Context, cfg LearnConfig, st LearnStream, tasks []learnstream.Task, cond string, progress func(done, total int)) LearnRun {
 	run := LearnRun{Condition: cond, Seed: st.Seed}
 	attempts := 1
 	if cond == "best-of-n" || cond == "lessons" || cond == "lessons-append-only" {
 		attempts = cfg.Attempts
 	}
 	start := time.Now()
-	res, err := stream.Run(ctx, tasks, stream.Config{Condition: cond, Attempts: attempts, Window: cfg.Window,
+	res, err := learnstream.Run(ctx, tasks, learnstream.Config{Condition: cond, Attempts: attempts, Window: cfg.Window,
 		AdvisoryBudget: cfg.AdvisoryBudget, Prices: cfg.Prices, Progress: progress})
 	run.Seconds = time.Since(start).Seconds()
 	if err != nil {

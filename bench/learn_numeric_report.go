@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hippocam/hippocam/internal/svgplot"
 )
 
 // The per-family side of the learning report: each family's own learning curve, the numeric
@@ -118,42 +120,32 @@ func (r *LearnReport) familyCurveTables(b *strings.Builder) {
 // (attempt 1), the value above it. Conditions keep the colours of the other plots; those past
 // the palette's eight get a dashed outline.
 func LearnFamilyPlot(sums []LearnSummary, fams []LearnFamily) []byte {
-	f := frame{x0: 0, x1: float64(max(len(fams), 1)), y1: 1.1}
-	var xs []tick
+	f := svgplot.Frame{X0: 0, X1: float64(max(len(fams), 1)), Y1: 1.1}
+	var xs []svgplot.Tick
 	for i, fam := range fams {
-		xs = append(xs, tick{float64(i) + 0.5, fam.Source})
+		xs = append(xs, svgplot.Tick{V: float64(i) + 0.5, Label: fam.Source})
 	}
-	d := newSVG("Reward per family and condition")
-	d.axes(f, xs, rewardTicks(), "family", "mean reward (attempt 1)")
-	groupW := float64(plotW()) / f.x1
+	d := svgplot.New("Reward per family and condition")
+	d.Axes(f, xs, rewardTicks(), "family", "mean reward (attempt 1)")
+	groupW := float64(svgplot.PlotW()) / f.X1
 	barW := groupW * 0.8 / float64(max(len(sums), 1))
-	var entries []legendEntry
+	var entries []svgplot.LegendEntry
 	for j, s := range sums {
 		st := learnStyle(s.Condition)
-		entries = append(entries, legendEntry{name: s.Condition, st: st, mark: "box"})
+		entries = append(entries, svgplot.LegendEntry{Name: s.Condition, Style: st, Mark: "box"})
 		for i, fam := range fams {
 			fs, ok := s.Families[fam.Source]
 			if !ok {
 				continue
 			}
-			x := f.px(float64(i)) + groupW*0.1 + barW*float64(j)
-			y := f.py(fs.Reward)
-			d.bar(x+1, y, barW-2, f.py(0)-y, st)
-			d.text(0, 0, "start", fmt.Sprintf(`font-size="9" fill="#333333" transform="translate(%.1f %.1f) rotate(-90)"`, x+barW/2+3, y-3), fmt.Sprintf("%.2f", fs.Reward))
+			x := f.Px(float64(i)) + groupW*0.1 + barW*float64(j)
+			y := f.Py(fs.Reward)
+			d.Bar(x+1, y, barW-2, f.Py(0)-y, st)
+			d.Text(0, 0, "start", fmt.Sprintf(`font-size="9" fill="#333333" transform="translate(%.1f %.1f) rotate(-90)"`, x+barW/2+3, y-3), fmt.Sprintf("%.2f", fs.Reward))
 		}
 	}
-	d.legend(entries)
-	return d.bytes()
-}
-
-// bar draws a filled bar; a dashed style also gets a dashed dark outline, so that conditions
-// sharing a colour stay apart.
-func (d *svgDoc) bar(x, y, w, h float64, st style) {
-	stroke := ""
-	if st.dash != "" {
-		stroke = ` stroke="#333333" stroke-width="1"` + dashAttr(st.dash)
-	}
-	fmt.Fprintf(&d.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s/>`+"\n", x, y, w, h, st.color, stroke)
+	d.Legend(entries)
+	return d.Bytes()
 }
 
 // LearnFamilyCurvePlot draws each condition's curve on one family: the mean reward of each
@@ -163,11 +155,11 @@ func LearnFamilyCurvePlot(sums []LearnSummary, family string, window int) []byte
 	for _, s := range sums {
 		n = max(n, len(s.FamilyCurves[family]))
 	}
-	xs := niceTicks(float64(max(n*window, 1)), 8, compact)
-	f := frame{x0: 0, x1: xs[len(xs)-1].v, y1: 1}
-	d := newSVG(fmt.Sprintf("Reward on %s over its tasks (windows of %d)", family, window))
-	d.axes(f, xs, rewardTicks(), "scored task of the family", "mean reward in the window")
-	var entries []legendEntry
+	xs := svgplot.NiceTicks(float64(max(n*window, 1)), 8, svgplot.Compact)
+	f := svgplot.Frame{X0: 0, X1: xs[len(xs)-1].V, Y1: 1}
+	d := svgplot.New(fmt.Sprintf("Reward on %s over its tasks (windows of %d)", family, window))
+	d.Axes(f, xs, rewardTicks(), "scored task of the family", "mean reward in the window")
+	var entries []svgplot.LegendEntry
 	for _, s := range sums {
 		c := s.FamilyCurves[family]
 		if len(c) == 0 {
@@ -176,11 +168,11 @@ func LearnFamilyCurvePlot(sums []LearnSummary, family string, window int) []byte
 		st := learnStyle(s.Condition)
 		var pts [][2]float64
 		for i, v := range c {
-			pts = append(pts, [2]float64{f.px((float64(i) + 0.5) * float64(window)), f.py(v)})
+			pts = append(pts, [2]float64{f.Px((float64(i) + 0.5) * float64(window)), f.Py(v)})
 		}
-		d.polyline(pts, st)
-		entries = append(entries, legendEntry{name: s.Condition, st: st, mark: "line"})
+		d.Polyline(pts, st)
+		entries = append(entries, svgplot.LegendEntry{Name: s.Condition, Style: st, Mark: "line"})
 	}
-	d.legend(entries)
-	return d.bytes()
+	d.Legend(entries)
+	return d.Bytes()
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 )
 
 // The numeric suite's report plumbing, on hand-made results: per-family scores and curves,
@@ -47,7 +47,7 @@ func TestLearnRunDeriveNumeric(t *testing.T) {
 		{Source: "spectrum/harbor", Env: NumericEnv{Entities: &EntitiesItem{}}},
 		{Source: "sales"}, // not scored
 	}, Scored: 3}
-	run := LearnRun{Result: &stream.Result{Rewards: []float64{0.2, 1, 0.6}}}
+	run := LearnRun{Result: &learnstream.Result{Rewards: []float64{0.2, 1, 0.6}}}
 	if err := run.derive(st, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLearnConfigSuite(t *testing.T) {
 		t.Errorf("6 numeric tasks: %v", err)
 	}
 	for _, c := range NumericConditions {
-		if !slices.Contains(LearnConditions, c) || !slices.Contains(stream.Conditions(), c) {
+		if !slices.Contains(LearnConditions, c) || !slices.Contains(learnstream.Conditions(), c) {
 			t.Errorf("numeric condition %q is not a learning condition", c)
 		}
 	}
@@ -183,7 +183,7 @@ func TestNumericReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if read, err := stream.Read(f); err != nil || len(read) != len(tasks) {
+	if read, err := learnstream.Read(f); err != nil || len(read) != len(tasks) {
 		t.Errorf("the written numeric stream reads back as %d tasks, %v", len(read), err)
 	}
 	bars := string(LearnFamilyPlot(rep.Summary, NumericFamilies()))

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 )
 
-// The numeric streams: deterministic, readable by learn/stream, and consistent with the worlds
+// The numeric streams: deterministic, readable by bench/learnstream, and consistent with the worlds
 // they were drawn from.
 
 const numericTestTasks = 150
@@ -73,7 +73,7 @@ func TestNumericStreamIsDeterministic(t *testing.T) {
 	}
 }
 
-// TestNumericStreamReads reads every generated stream back through learn/stream: every line
+// TestNumericStreamReads reads every generated stream back through bench/learnstream: every line
 // parses, in order, with the items the generator scored.
 func TestNumericStreamReads(t *testing.T) {
 	for _, seed := range numericSeeds {
@@ -82,7 +82,7 @@ func TestNumericStreamReads(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parsed, err := stream.Read(bytes.NewReader(data))
+		parsed, err := learnstream.Read(bytes.NewReader(data))
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -98,7 +98,7 @@ func TestNumericStreamReads(t *testing.T) {
 				t.Errorf("%s: %d items, want one", tasks[i].ID, tasks[i].Items())
 			}
 			if got := parsed[i].Items(); got != tasks[i].Items() {
-				t.Errorf("%s: learn/stream reads %d items, the generator wrote %d", tasks[i].ID, got, tasks[i].Items())
+				t.Errorf("%s: bench/learnstream reads %d items, the generator wrote %d", tasks[i].ID, got, tasks[i].Items())
 			}
 			families[FamilyOf(tasks[i].Source)]++
 		}
@@ -607,12 +607,12 @@ func TestLearnStreamData(t *testing.T) {
 	}
 }
 
-// TestNumericTestdata: the numeric example of learn/stream is this generator's stream, so that
+// TestNumericTestdata: the numeric example of bench/learnstream is this generator's stream, so that
 // it stays in step with the generator. Regenerate it with
 //
-//	go run ./cmd/hippocam bench learn --suite numeric --seed 1 --tasks 150 --write-stream learn/stream/testdata/numeric.jsonl
+//	go run ./cmd/hippocam bench learn --suite numeric --seed 1 --tasks 150 --write-stream bench/learnstream/testdata/numeric.jsonl
 func TestNumericTestdata(t *testing.T) {
-	got, err := os.ReadFile("../learn/stream/testdata/numeric.jsonl")
+	got, err := os.ReadFile("learnstream/testdata/numeric.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -621,6 +621,6 @@ func TestNumericTestdata(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Error("learn/stream/testdata/numeric.jsonl is not the generator's stream of seed 1 and 150 tasks; regenerate it (see the test's doc)")
+		t.Error("bench/learnstream/testdata/numeric.jsonl is not the generator's stream of seed 1 and 150 tasks; regenerate it (see the test's doc)")
 	}
 }

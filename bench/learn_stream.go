@@ -10,7 +10,7 @@ import (
 )
 
 // The task streams of `hippocam bench learn`: JSON Lines in the format of docs/sim.md part 2 (id,
-// source, messages, env), as learn/stream reads them. A stream interleaves task families, each
+// source, messages, env), as bench/learnstream reads them. A stream interleaves task families, each
 // one kind of experience a memory can keep or lose; a family's name is its tasks' hidden source.
 // Everything is drawn from one seed, so a stream is the same bytes every time.
 

@@ -3,27 +3,29 @@ package bench
 import (
 	"fmt"
 	"slices"
+
+	"github.com/hippocam/hippocam/internal/svgplot"
 )
 
-// The plots of the learning benchmark, drawn with the helpers of svg.go: reward against cost per
+// The plots of the learning benchmark, drawn with package svgplot: reward against cost per
 // condition (the Pareto view), the learning curves and memory entries over the stream. Each
 // condition keeps its colour and dash pattern across the three.
 
 // learnStyle is the look of condition i of LearnConditions: eight colours, and past them the
 // same colours with other dashes, so that ten conditions stay apart.
-func learnStyle(cond string) style {
+func learnStyle(cond string) svgplot.Style {
 	i := slices.Index(LearnConditions, cond)
 	if i < 0 {
 		i = len(LearnConditions)
 	}
-	return style{palette[i%len(palette)], dashes[(i+3*(i/len(palette)))%len(dashes)]}
+	return svgplot.Style{Color: svgplot.Palette[i%len(svgplot.Palette)], Dash: svgplot.Dashes[(i+3*(i/len(svgplot.Palette)))%len(svgplot.Dashes)]}
 }
 
 // rewardTicks are the ticks of a reward axis, 0 to 1.
-func rewardTicks() []tick {
-	var ys []tick
+func rewardTicks() []svgplot.Tick {
+	var ys []svgplot.Tick
 	for v := 0.0; v <= 1.0001; v += 0.2 {
-		ys = append(ys, tick{v, fmt.Sprintf("%.1f", v)})
+		ys = append(ys, svgplot.Tick{V: v, Label: fmt.Sprintf("%.1f", v)})
 	}
 	return ys
 }
@@ -35,28 +37,28 @@ func LearnParetoPlot(sums []LearnSummary) []byte {
 	for _, s := range sums {
 		top = max(top, s.CostUSD)
 	}
-	xs := niceTicks(top*1.05, 6, usd)
-	f := frame{x0: 0, x1: xs[len(xs)-1].v, y1: 1}
-	d := newSVG("Reward against cost, per condition")
-	d.axes(f, xs, rewardTicks(), "cost per stream (USD)", "mean reward (attempt 1)")
+	xs := svgplot.NiceTicks(top*1.05, 6, svgplot.USD)
+	f := svgplot.Frame{X0: 0, X1: xs[len(xs)-1].V, Y1: 1}
+	d := svgplot.New("Reward against cost, per condition")
+	d.Axes(f, xs, rewardTicks(), "cost per stream (USD)", "mean reward (attempt 1)")
 	var front [][2]float64
 	for _, s := range paretoFront(sums) {
-		front = append(front, [2]float64{f.px(s.CostUSD), f.py(s.Reward)})
+		front = append(front, [2]float64{f.Px(s.CostUSD), f.Py(s.Reward)})
 	}
 	if len(front) > 1 {
-		d.polyline(front, style{color: "#999999", dash: "4 4"})
+		d.Polyline(front, svgplot.Style{Color: "#999999", Dash: "4 4"})
 	}
-	var entries []legendEntry
+	var entries []svgplot.LegendEntry
 	for _, s := range sums {
 		st := learnStyle(s.Condition)
-		x, y := f.px(s.CostUSD), f.py(s.Reward)
-		d.circle(x, y, 5, st.color, "#333333")
-		d.text(x+8, y-6, "start", `font-size="10" fill="#333333"`, s.Condition)
-		entries = append(entries, legendEntry{name: s.Condition, st: st, mark: "dot"})
+		x, y := f.Px(s.CostUSD), f.Py(s.Reward)
+		d.Circle(x, y, 5, st.Color, "#333333")
+		d.Text(x+8, y-6, "start", `font-size="10" fill="#333333"`, s.Condition)
+		entries = append(entries, svgplot.LegendEntry{Name: s.Condition, Style: st, Mark: "dot"})
 	}
-	entries = append(entries, legendEntry{name: "Pareto front", st: style{color: "#999999", dash: "4 4"}, mark: "line"})
-	d.legend(entries)
-	return d.bytes()
+	entries = append(entries, svgplot.LegendEntry{Name: "Pareto front", Style: svgplot.Style{Color: "#999999", Dash: "4 4"}, Mark: "line"})
+	d.Legend(entries)
+	return d.Bytes()
 }
 
 // paretoFront returns the conditions no other condition dominates (costs no more and gets a
@@ -94,22 +96,22 @@ func LearnCurvePlot(sums []LearnSummary, window int) []byte {
 	for _, s := range sums {
 		n = max(n, len(s.Curve))
 	}
-	xs := niceTicks(float64(max(n*window, 1)), 8, compact)
-	f := frame{x0: 0, x1: xs[len(xs)-1].v, y1: 1}
-	d := newSVG(fmt.Sprintf("Reward over the stream (windows of %d tasks)", window))
-	d.axes(f, xs, rewardTicks(), "task in the stream", "mean reward in the window")
-	var entries []legendEntry
+	xs := svgplot.NiceTicks(float64(max(n*window, 1)), 8, svgplot.Compact)
+	f := svgplot.Frame{X0: 0, X1: xs[len(xs)-1].V, Y1: 1}
+	d := svgplot.New(fmt.Sprintf("Reward over the stream (windows of %d tasks)", window))
+	d.Axes(f, xs, rewardTicks(), "task in the stream", "mean reward in the window")
+	var entries []svgplot.LegendEntry
 	for _, s := range sums {
 		st := learnStyle(s.Condition)
 		var pts [][2]float64
 		for i, v := range s.Curve {
-			pts = append(pts, [2]float64{f.px((float64(i) + 0.5) * float64(window)), f.py(v)})
+			pts = append(pts, [2]float64{f.Px((float64(i) + 0.5) * float64(window)), f.Py(v)})
 		}
-		d.polyline(pts, st)
-		entries = append(entries, legendEntry{name: s.Condition, st: st, mark: "line"})
+		d.Polyline(pts, st)
+		entries = append(entries, svgplot.LegendEntry{Name: s.Condition, Style: st, Mark: "line"})
 	}
-	d.legend(entries)
-	return d.bytes()
+	d.Legend(entries)
+	return d.Bytes()
 }
 
 // LearnEntriesPlot draws the entries each condition's memory holds after every task; conditions
@@ -122,12 +124,12 @@ func LearnEntriesPlot(sums []LearnSummary) []byte {
 			top = max(top, e)
 		}
 	}
-	xs := niceTicks(float64(max(n, 1)), 8, compact)
-	ys := niceTicks(max(top, 1), 6, compact)
-	f := frame{x0: 0, x1: xs[len(xs)-1].v, y1: ys[len(ys)-1].v}
-	d := newSVG("Memory entries over the stream")
-	d.axes(f, xs, ys, "task in the stream", "entries held (mean over streams)")
-	var entries []legendEntry
+	xs := svgplot.NiceTicks(float64(max(n, 1)), 8, svgplot.Compact)
+	ys := svgplot.NiceTicks(max(top, 1), 6, svgplot.Compact)
+	f := svgplot.Frame{X0: 0, X1: xs[len(xs)-1].V, Y1: ys[len(ys)-1].V}
+	d := svgplot.New("Memory entries over the stream")
+	d.Axes(f, xs, ys, "task in the stream", "entries held (mean over streams)")
+	var entries []svgplot.LegendEntry
 	for _, s := range sums {
 		if slices.Max(append([]float64{0}, s.EntriesCurve...)) == 0 {
 			continue
@@ -135,11 +137,11 @@ func LearnEntriesPlot(sums []LearnSummary) []byte {
 		st := learnStyle(s.Condition)
 		pts := make([][2]float64, 0, len(s.EntriesCurve))
 		for i, e := range s.EntriesCurve {
-			pts = append(pts, [2]float64{f.px(float64(i + 1)), f.py(e)})
+			pts = append(pts, [2]float64{f.Px(float64(i + 1)), f.Py(e)})
 		}
-		d.polyline(pts, st)
-		entries = append(entries, legendEntry{name: s.Condition, st: st, mark: "line"})
+		d.Polyline(pts, st)
+		entries = append(entries, svgplot.LegendEntry{Name: s.Condition, Style: st, Mark: "line"})
 	}
-	d.legend(entries)
-	return d.bytes()
+	d.Legend(entries)
+	return d.Bytes()
 }

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/learn/stream"
+	"github.com/hippocam/hippocam/bench/learnstream"
 )
 
 // TestLearnQuick runs `bench learn --quick` as CI does: every condition produces numbers, and
@@ -111,7 +111,7 @@ func TestLearnQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if tasks, err := stream.Read(f); err != nil || len(tasks) != rep.Config.Tasks {
+	if tasks, err := learnstream.Read(f); err != nil || len(tasks) != rep.Config.Tasks {
 		t.Errorf("the written stream reads back as %d tasks, %v", len(tasks), err)
 	}
 }
@@ -149,7 +149,7 @@ func TestLearnRunDerive(t *testing.T) {
 		{Source: "a", Env: StreamEnv{Ask: map[string]string{"k": "v"}}},
 	}}
 	st.Scored = 4
-	run := LearnRun{Result: &stream.Result{Rewards: []float64{1, 0, 0.5, 0}, BestRewards: []float64{1, 1, 0.5, 1}}}
+	run := LearnRun{Result: &learnstream.Result{Rewards: []float64{1, 0, 0.5, 0}, BestRewards: []float64{1, 1, 0.5, 1}}}
 	if err := run.derive(st, 2); err != nil {
 		t.Fatal(err)
 	}
@@ -225,26 +225,6 @@ func TestLearnTargets(t *testing.T) {
 	}
 	if got := learnTargets(sums[:1], 4); len(got) != 0 {
 		t.Errorf("targets without their conditions: %v", got)
-	}
-}
-
-func TestProgressBar(t *testing.T) {
-	var b bytes.Buffer
-	bar := ProgressBar(&b, "learn")
-	bar(0, 200)
-	bar(1, 200) // the same bar and percentage: not redrawn
-	bar(100, 200)
-	bar(200, 200)
-	bar(200, 200) // finished: nothing more
-	out := b.String()
-	if n := strings.Count(out, "\r"); n != 3 {
-		t.Errorf("%d redraws, want 3: %q", n, out)
-	}
-	if strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "200/200\n") {
-		t.Errorf("the bar does not end once at 200/200: %q", out)
-	}
-	if !strings.Contains(out, "[###############...............]  50% 100/200") {
-		t.Errorf("half way is not drawn half full: %q", out)
 	}
 }
 

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/bench/learnstream"
 	"github.com/hippocam/hippocam/engine"
 	"github.com/hippocam/hippocam/httpapi"
 	"github.com/hippocam/hippocam/learn"
-	"github.com/hippocam/hippocam/learn/stream"
 	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/openai/wire"
 	"github.com/hippocam/hippocam/sessions"
@@ -77,7 +77,7 @@ func runTaskStarts(ctx context.Context, c OverheadConfig, prog *overheadProgress
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := stream.Read(bytes.NewReader(data))
+	tasks, err := learnstream.Read(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func runTaskStarts(ctx context.Context, c OverheadConfig, prog *overheadProgress
 		if c.Learn != sessions.LearnOff {
 			var answer string
 			json.Unmarshal(h.answer.Content, &answer) // null for an answer that only calls tools
-			feedback := stream.Grade(&task, []string{answer}).Feedback
+			feedback := learnstream.Grade(&task, []string{answer}).Feedback
 			if feedback == "" {
 				feedback = "The task is done."
 			}

@@ -196,6 +196,10 @@ const (
 	SpanAfter     = "right after the latest "
 	SpanBefore    = "right before the latest "
 	SpanEndPrefix = "Span end: the last message above, "
+	// SpanLatest and SpanAbove frame the role of the message a start line quotes: "the latest user
+	// message above that begins …", or "the 2nd latest …".
+	SpanLatest = "latest "
+	SpanAbove  = " above "
 	// SpanBegins, SpanReads and SpanCalls are the ways a quote is introduced.
 	SpanBegins = "that begins "
 	SpanReads  = "that reads "
@@ -442,7 +446,7 @@ func SpanLine(context []hippocam.Message, lo, hi int) string {
 	var startLine string
 	switch {
 	case found:
-		startLine = SpanStartPrefix + "latest " + SpanRole(start.role) + " above " + start.String()
+		startLine = SpanStartPrefix + SpanLatest + SpanRole(start.role) + SpanAbove + start.String()
 	default:
 		// The first message reads like another of the prefix ("Noted."): name it by a neighbour
 		// that reads like no other message, rather than make the model count repeats.
@@ -451,7 +455,7 @@ func SpanLine(context []hippocam.Message, lo, hi int) string {
 			break
 		}
 		start = quoteOf(shown[first], spanQuoteLengths[len(spanQuoteLengths)-1])
-		startLine = SpanStartPrefix + ordinal(1+count(start, first+1)) + " latest " + SpanRole(start.role) + " above " + start.String()
+		startLine = SpanStartPrefix + ordinal(1+count(start, first+1)) + " " + SpanLatest + SpanRole(start.role) + SpanAbove + start.String()
 	}
 	end := quoteOf(shown[len(shown)-1], spanQuoteLengths[0])
 	return fmt.Sprintf("%s%d %s, from the one quoted as its start through the last one, quoted as its end; what comes before the start is context only. Quotes show line breaks as spaces.\n",
@@ -481,7 +485,7 @@ func spanNeighbourLine(shown []*hippocam.Message, first int) (string, bool) {
 				}
 			}
 			if unique {
-				return SpanStartPrefix + SpanRole(shown[first].Role) + " " + n.how + SpanRole(q.role) + " above " + q.String(), true
+				return SpanStartPrefix + SpanRole(shown[first].Role) + " " + n.how + SpanRole(q.role) + SpanAbove + q.String(), true
 			}
 		}
 	}

@@ -87,12 +87,12 @@ func quoteStart(shown []*hippocam.Message, first int) string {
 	for _, scope := range []int{0, first + 1} {
 		for _, limit := range spanQuoteLengths {
 			if q := quoteOf(shown[first], limit); count(q, scope) == 0 {
-				return "latest " + SpanRole(q.role) + " above " + q.String()
+				return SpanLatest + SpanRole(q.role) + SpanAbove + q.String()
 			}
 		}
 	}
 	q := quoteOf(shown[first], spanQuoteLengths[len(spanQuoteLengths)-1])
-	return ordinal(1+count(q, first+1)) + " latest " + SpanRole(q.role) + " above " + q.String()
+	return ordinal(1+count(q, first+1)) + " " + SpanLatest + SpanRole(q.role) + SpanAbove + q.String()
 }
 
 // reviewFrom returns the index of the first context message JANUS has not reviewed: the one

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/bench"
+	"github.com/hippocam/hippocam/internal/svgplot"
 )
 
 // Tally counts the verdicts of one condition on one category (or on all of them).
@@ -236,5 +236,5 @@ func (s *Summary) Plot(res *Result) []byte {
 		}
 	}
 	title := fmt.Sprintf("%s: score by category (%s, W = %d)", res.Format, res.Model, res.Window)
-	return bench.BarPlot(title, "category", "score (correct + ½ partial)", groups, s.Conditions, values)
+	return svgplot.BarPlot(title, "category", "score (correct + ½ partial)", groups, s.Conditions, values)
 }

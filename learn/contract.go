@@ -97,11 +97,15 @@ func Call(ctx context.Context, env *Env, role hippocam.CallRole, prompt, instruc
 		if found {
 			answer = args
 		}
-		text = instruction + "\n\nYour previous answer was rejected: " + clip(problem, 1000) +
+		text = instruction + "\n\n" + RejectedMarker + ": " + clip(problem, 1000) +
 			"\nIt was: " + clip(answer, 1000) + "\nAnswer again, correctly."
 	}
 	return fmt.Errorf("%s: %w (last problem: %s)", role, ErrGaveUp, problem)
 }
+
+// RejectedMarker begins the part a repeated contract call adds to its instruction: why the
+// previous answer was refused, and that answer.
+const RejectedMarker = "Your previous answer was rejected"
 
 // callRequest is a contract call's request. It offers no tools; native asks for the answer with
 // hippocam.Structured, else the schema is written into the system message.

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/bench/learnstream"
 	"github.com/hippocam/hippocam/internal/servetest"
-	"github.com/hippocam/hippocam/learn/stream"
 	"github.com/hippocam/hippocam/sqlite"
 )
 
@@ -36,7 +36,7 @@ func TestLearnThroughTheProxy(t *testing.T) {
 		learnThroughTheProxy(t, p) // e.g. a stream `hippocam bench learn --out` wrote
 		return
 	}
-	for name, path := range map[string]string{"decisions": "../learn/stream/testdata/small.jsonl", "numeric": "../learn/stream/testdata/numeric.jsonl"} {
+	for name, path := range map[string]string{"decisions": "../bench/learnstream/testdata/small.jsonl", "numeric": "../bench/learnstream/testdata/numeric.jsonl"} {
 		t.Run(name, func(t *testing.T) { learnThroughTheProxy(t, path) })
 	}
 }
@@ -46,12 +46,12 @@ func learnThroughTheProxy(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := stream.Read(f)
+	tasks, err := learnstream.Read(f)
 	f.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := stream.Run(context.Background(), tasks, stream.Config{Condition: "routed-cl", Attempts: 1, Window: 8000, Prices: hippocam.DefaultPrices})
+	want, err := learnstream.Run(context.Background(), tasks, learnstream.Config{Condition: "routed-cl", Attempts: 1, Window: 8000, Prices: hippocam.DefaultPrices})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func learnThroughTheProxy(t *testing.T, path string) {
 			answers = append(answers, resp.Choices[0].Message.Content)
 			history = append(history, resp.Choices[0].Message)
 		}
-		g := stream.Grade(&task, answers)
+		g := learnstream.Grade(&task, answers)
 		feedback := g.Feedback
 		if feedback == "" {
 			feedback = "The task is done."

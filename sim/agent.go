@@ -321,11 +321,11 @@ func (x *exchange) hitRef(i int) string {
 			continue
 		}
 		_, rest, ok := strings.Cut(l.raw, engine.SearchInMarker)
-		if !ok || !strings.HasPrefix(rest, "[ref:") {
+		if !ok || !strings.HasPrefix(rest, hippocam.RefTagPrefix) {
 			continue
 		}
 		end := strings.IndexByte(rest, ']')
-		if ref := rest[len("[ref:"):max(end, len("[ref:"))]; end > 0 && ref != "" && !x.opened[ref] {
+		if ref := rest[len(hippocam.RefTagPrefix):max(end, len(hippocam.RefTagPrefix))]; end > 0 && ref != "" && !x.opened[ref] {
 			return ref
 		}
 	}

@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/memory/lessons"
 )
 
 // How the simulated judge, inductor and lesson consolidator answer (docs/sim.md, "Lessons"). Each
-// reads the instruction the lessons system writes (memory/lessons): Markdown sections headed
-// "## …" (and "### …" inside an attempt), of which only a few lines count: the task's tags and
+// reads the instruction the lessons system writes (memory/lessons), by the headings and marks
+// that package exports: Markdown sections headed "## …" (and "### …" inside an attempt), of which only a few lines count: the task's tags and
 // decide lines, feedback lines, the judge's reflections, and lessons written in the advice form
 // "use KEY = VALUE when: TAGS; not when: TAGS". Each answers with its contract's JSON object.
 
@@ -25,7 +26,7 @@ type mdSection struct {
 func mdSections(text string) []mdSection {
 	var out []mdSection
 	for _, s := range strings.Split(text, "\n") {
-		if t, ok := strings.CutPrefix(strings.TrimSpace(s), "## "); ok {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(s), lessons.SectionMark); ok {
 			out = append(out, mdSection{title: strings.TrimSpace(t)})
 			continue
 		}
@@ -42,7 +43,7 @@ func mdSubsection(lines []string, title string) []string {
 	var out []string
 	in := false
 	for _, s := range lines {
-		if t, ok := strings.CutPrefix(strings.TrimSpace(s), "### "); ok {
+		if t, ok := strings.CutPrefix(strings.TrimSpace(s), lessons.SubsectionMark); ok {
 			in = strings.EqualFold(strings.TrimSpace(t), title)
 			continue
 		}
@@ -84,7 +85,7 @@ type ruleLine struct {
 func readRuleLine(s string) (ruleLine, bool) {
 	t := strings.TrimSpace(s)
 	var r ruleLine
-	if rest, ok := strings.CutPrefix(t, "#"); ok {
+	if rest, ok := strings.CutPrefix(t, lessons.LessonNumberMark); ok {
 		num, tail, _ := strings.Cut(rest, " ")
 		n, err := strconv.Atoi(num)
 		if err != nil || n <= 0 {
@@ -172,10 +173,10 @@ func judge(r *request) (answer, error) {
 	if reference, given, ok := gradingSections(text); ok {
 		return gradeAnswer(r, reference, given)
 	}
-	v := judgeVerdict{Verdict: "ok"}
+	v := judgeVerdict{Verdict: lessons.VerdictOK}
 	var notes []string
 	for _, sec := range mdSections(text) {
-		if !strings.EqualFold(sec.title, "Feedback") {
+		if !strings.EqualFold(sec.title, lessons.HeadingFeedback) {
 			continue
 		}
 		for _, s := range sec.lines {
@@ -197,7 +198,7 @@ func judge(r *request) (answer, error) {
 		}
 	}
 	if len(notes) > 0 {
-		v.Verdict = "surprise"
+		v.Verdict = lessons.VerdictSurprise
 		v.Diagnosis = fmt.Sprintf("the feedback faults %d of the choices made", len(notes))
 		v.Reflection = strings.Join(notes, "\n")
 	}
@@ -221,9 +222,9 @@ func inductor(r *request) (answer, error) {
 	var attempts []inducedAttempt
 	for _, sec := range mdSections(text) {
 		switch {
-		case strings.EqualFold(sec.title, "Task"):
+		case strings.EqualFold(sec.title, lessons.HeadingTask):
 			tags, keys = taskConditions(sec.lines)
-		case strings.HasPrefix(sec.title, "Attempt "):
+		case strings.HasPrefix(sec.title, lessons.HeadingAttempt+" "):
 			attempts = append(attempts, readAttempt(sec))
 		}
 	}
@@ -307,15 +308,15 @@ func taskConditions(lines []string) (tags, keys []string) {
 func readAttempt(sec mdSection) inducedAttempt {
 	a := inducedAttempt{chosen: map[string]string{}, references: map[string][]string{}}
 	_, verdict, _ := strings.Cut(sec.title, ":")
-	a.ok = strings.EqualFold(strings.TrimSpace(verdict), "ok")
-	for _, s := range mdSubsection(sec.lines, "Feedback") {
+	a.ok = strings.EqualFold(strings.TrimSpace(verdict), lessons.VerdictOK)
+	for _, s := range mdSubsection(sec.lines, lessons.HeadingFeedback) {
 		if f, ok := feedbackOf(s); ok && !f.question {
 			if _, seen := a.chosen[f.key]; !seen {
 				a.chosen[f.key] = f.value
 			}
 		}
 	}
-	for _, s := range mdSubsection(sec.lines, "Reflection") {
+	for _, s := range mdSubsection(sec.lines, lessons.HeadingReflection) {
 		for _, part := range strings.Split(s, ";") {
 			rest, ok := strings.CutPrefix(strings.TrimSpace(part), "reference ")
 			if !ok {
@@ -330,9 +331,9 @@ func readAttempt(sec mdSection) inducedAttempt {
 	return a
 }
 
-// lessons answers the lessons role: one candidate against the numbered similar lessons, by
+// lessonsConsolidator answers the lessons role: one candidate against the numbered similar lessons, by
 // the rules duplicate, conflict, merge, add, in that order.
-func lessons(r *request) (answer, error) {
+func lessonsConsolidator(r *request) (answer, error) {
 	text, err := lastInstruction(r, hippocam.CallLessons)
 	if err != nil {
 		return answer{}, err
@@ -342,13 +343,13 @@ func lessons(r *request) (answer, error) {
 	var shown []ruleLine
 	for _, sec := range mdSections(text) {
 		switch {
-		case strings.EqualFold(sec.title, "Candidate"):
+		case strings.EqualFold(sec.title, lessons.HeadingCandidate):
 			for _, s := range sec.lines {
 				if !found {
 					c, found = readRuleLine(s)
 				}
 			}
-		case strings.EqualFold(sec.title, "Similar lessons"):
+		case strings.EqualFold(sec.title, lessons.HeadingSimilarLessons):
 			for _, s := range sec.lines {
 				if l, ok := readRuleLine(s); ok && l.number > 0 {
 					shown = append(shown, l)
@@ -366,9 +367,9 @@ func lessons(r *request) (answer, error) {
 // candidateEvidence is the evidence line of the candidate section, carried into what is added.
 func candidateEvidence(text string) string {
 	for _, sec := range mdSections(text) {
-		if strings.EqualFold(sec.title, "Candidate") {
+		if strings.EqualFold(sec.title, lessons.HeadingCandidate) {
 			for _, s := range sec.lines {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(s), "evidence:"); ok {
+				if rest, ok := strings.CutPrefix(strings.TrimSpace(s), lessons.EvidenceLabel); ok {
 					return strings.TrimSpace(rest)
 				}
 			}

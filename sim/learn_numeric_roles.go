@@ -10,6 +10,8 @@ import (
 	"github.com/hippocam/hippocam/memory/entities"
 	"github.com/hippocam/hippocam/memory/hazard"
 	"github.com/hippocam/hippocam/memory/regression"
+	"github.com/hippocam/hippocam/learn"
+	"github.com/hippocam/hippocam/memory/numeric"
 )
 
 // The numeric memory systems' roles (docs/sim.md, "Part 3: numeric memory"): the adapter, which
@@ -29,12 +31,12 @@ import (
 // every line of the message; the extractor reads only the event after the `Event:` line. A
 // repair (the rejection text after the instruction, or a later message) gets the same answer.
 
-// Lines of memory/numeric's requests.
+// Lines of memory/numeric's requests, and the mark of a repeated contract call (package learn).
 const (
-	systemLinePrefix   = "Memory system: "
-	bindingsLinePrefix = "Bindings: "
-	eventLine          = "Event:"
-	rejectedMarker     = "Your previous answer was rejected"
+	systemLinePrefix   = numeric.SystemLinePrefix
+	bindingsLinePrefix = numeric.BindingsLinePrefix
+	eventLine          = numeric.EventLine
+	rejectedMarker     = learn.RejectedMarker
 )
 
 // Names of the numeric systems.

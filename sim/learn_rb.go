@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/memory/reasoningbank"
 )
 
 // The reasoning_bank roles (docs/sim.md, "Reasoning bank"). Both read only the final instruction
@@ -12,7 +13,7 @@ import (
 // feedback, and for rb_extract a line "Outcome: success" or "Outcome: failure".
 
 // rbOutcomeLine starts the line of an rb_extract instruction that gives the verdict.
-const rbOutcomeLine = "Outcome: "
+const rbOutcomeLine = reasoningbank.OutcomeLine
 
 // rbVerdict and rbNotes are the JSON answers of memory/reasoningbank's contracts.
 type rbVerdict struct {

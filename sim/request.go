@@ -56,7 +56,7 @@ func newRequest(msgs []hippocam.Message, tools []hippocam.Tool) *request {
 		case hippocam.RoleTool:
 			r.recallResult[i] = m.ToolCallID != "" && recallIDs[m.ToolCallID]
 		case hippocam.RoleUser:
-			r.memory[i] = strings.HasPrefix(m.Content, "[ref:")
+			r.memory[i] = strings.HasPrefix(m.Content, hippocam.RefTagPrefix)
 		}
 	}
 	return r
@@ -198,19 +198,19 @@ func readSpan(instruction string) (start, end spanQuote, ok bool, err error) {
 				start.startRole = start.role
 				for how, near := range map[string]int{engine.SpanAfter: 1, engine.SpanBefore: -1} {
 					if r, ok := strings.CutPrefix(after, " "+how); ok {
-						rest, start.near = "latest "+r, near
+						rest, start.near = engine.SpanLatest+r, near
 					}
 				}
 				if start.near == 0 {
 					return start, end, false, fmt.Errorf("cannot read the neighbour in the span's start line %q", s)
 				}
 			}
-			if rest, found = strings.CutPrefix(rest, "latest "); !found {
+			if rest, found = strings.CutPrefix(rest, engine.SpanLatest); !found {
 				var suffix string
-				if _, err := fmt.Sscanf(rest, "%d%s latest ", &start.nth, &suffix); err != nil || start.nth < 1 {
+				if _, err := fmt.Sscanf(rest, "%d%s "+engine.SpanLatest, &start.nth, &suffix); err != nil || start.nth < 1 {
 					return start, end, false, fmt.Errorf("cannot read the span's start line %q", s)
 				}
-				_, rest, _ = strings.Cut(rest, " latest ")
+				_, rest, _ = strings.Cut(rest, " "+engine.SpanLatest)
 			}
 			if rest, found = cutRole(rest, &start); !found {
 				return start, end, false, fmt.Errorf("cannot read the role in the span's start line %q", s)
@@ -218,7 +218,7 @@ func readSpan(instruction string) (start, end spanQuote, ok bool, err error) {
 			if start.near == 0 {
 				start.startRole = start.role
 			}
-			if rest, found = strings.CutPrefix(rest, " above "); !found || !cutQuote(rest, &start) {
+			if rest, found = strings.CutPrefix(rest, engine.SpanAbove); !found || !cutQuote(rest, &start) {
 				return start, end, false, fmt.Errorf("cannot read the quote in the span's start line %q", s)
 			}
 		}

@@ -137,7 +137,7 @@ func (m *Model) AnswerShaped(role hippocam.CallRole, msgs []hippocam.Message, to
 	case hippocam.CallInductor:
 		a, err = inductor(r)
 	case hippocam.CallLessons:
-		a, err = lessons(r)
+		a, err = lessonsConsolidator(r)
 	case hippocam.CallRBJudge:
 		a, err = rbJudge(r)
 	case hippocam.CallRBExtract:

@@ -142,15 +142,15 @@ func (s *System) consolidate(ctx context.Context, st *State, c candidate, update
 	}
 	var b strings.Builder
 	b.WriteString("Decide how the candidate lesson enters the lessons already kept.\n\n")
-	writeSection(&b, "Candidate", lessonBlock(&c.draft))
+	writeSection(&b, HeadingCandidate, lessonBlock(&c.draft))
 	var list strings.Builder
 	for i, l := range shown {
 		if i > 0 {
 			list.WriteString("\n")
 		}
-		list.WriteString(fmt.Sprintf("#%d %s", i+1, lessonBlock(&l.Draft)))
+		list.WriteString(fmt.Sprintf("%s%d %s", LessonNumberMark, i+1, lessonBlock(&l.Draft)))
 	}
-	writeSection(&b, "Similar lessons", list.String())
+	writeSection(&b, HeadingSimilarLessons, list.String())
 	var out Consolidation
 	err := learn.Call(ctx, s.env, hippocam.CallLessons, consolidatePrompt, strings.TrimSpace(b.String()), consolidateSchema, func(args string) error {
 		out = Consolidation{}
@@ -217,7 +217,7 @@ func appendCandidate(st *State, c candidate, update int) {
 func lessonBlock(d *Draft) string {
 	s := d.Rule() + "\n   decision: " + d.Decision
 	if d.Evidence != "" {
-		s += "\n   evidence: " + d.Evidence
+		s += "\n   " + EvidenceLabel + " " + d.Evidence
 	}
 	return s
 }

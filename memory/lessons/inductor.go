@@ -69,20 +69,20 @@ func induce(ctx context.Context, env *learn.Env, attempts []judged) ([]Draft, er
 func inductorInstruction(attempts []judged, ok int) (instruction, seen, told string) {
 	var b, fb strings.Builder
 	b.WriteString("Compare these attempts at one task and write the candidate lessons they support.\n\n")
-	writeSection(&b, "Task", quote(attempts[0].traj.Task.Text()))
-	writeSection(&b, "Outcome", fmt.Sprintf("%d of %d attempts were judged ok.", ok, len(attempts)))
+	writeSection(&b, HeadingTask, quote(attempts[0].traj.Task.Text()))
+	writeSection(&b, HeadingOutcome, fmt.Sprintf("%d of %d attempts were judged ok.", ok, len(attempts)))
 	for i, a := range attempts {
-		verdict := "ok"
+		verdict := VerdictOK
 		if !a.verdict.OK() {
-			verdict = "surprise"
+			verdict = VerdictSurprise
 		}
-		b.WriteString(fmt.Sprintf("## Attempt %d: %s\n", i+1, verdict))
-		writeSubsection(&b, "Transcript", quote(transcript(a.traj)))
-		writeSubsection(&b, "Feedback", quote(orNone(a.traj.Feedback)))
+		b.WriteString(SectionMark + AttemptHeading(i+1, verdict) + "\n")
+		writeSubsection(&b, HeadingTranscript, quote(transcript(a.traj)))
+		writeSubsection(&b, HeadingFeedback, quote(orNone(a.traj.Feedback)))
 		fb.WriteString(a.traj.Feedback + "\n")
 		if !a.verdict.OK() {
-			writeSubsection(&b, "Diagnosis", quote(orNone(a.verdict.Diagnosis)))
-			writeSubsection(&b, "Reflection", quote(orNone(a.verdict.Reflection)))
+			writeSubsection(&b, HeadingDiagnosis, quote(orNone(a.verdict.Diagnosis)))
+			writeSubsection(&b, HeadingReflection, quote(orNone(a.verdict.Reflection)))
 			fb.WriteString(a.verdict.Reflection + "\n")
 		}
 		b.WriteString("\n")

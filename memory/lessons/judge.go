@@ -28,16 +28,16 @@ type Verdict struct {
 }
 
 // OK reports whether the attempt was judged ok.
-func (v *Verdict) OK() bool { return v.Verdict == "ok" }
+func (v *Verdict) OK() bool { return v.Verdict == VerdictOK }
 
 // validate checks the judge's answer.
 func (v *Verdict) validate() error {
 	v.Verdict = strings.ToLower(strings.TrimSpace(v.Verdict))
 	v.Diagnosis, v.Reflection = oneLine(v.Diagnosis), strings.TrimSpace(v.Reflection)
 	switch {
-	case v.Verdict != "ok" && v.Verdict != "surprise":
+	case v.Verdict != VerdictOK && v.Verdict != VerdictSurprise:
 		return fmt.Errorf("verdict must be \"ok\" or \"surprise\", not %q", v.Verdict)
-	case v.Verdict == "surprise" && v.Reflection == "":
+	case v.Verdict == VerdictSurprise && v.Reflection == "":
 		return fmt.Errorf("a surprise needs a reflection naming the choices that mattered")
 	case len(v.Reflection) > 2000:
 		return fmt.Errorf("the reflection must stay under 2000 characters (it has %d)", len(v.Reflection))
@@ -50,9 +50,9 @@ func (v *Verdict) validate() error {
 func judgeAttempt(ctx context.Context, env *learn.Env, t *hippocam.Trajectory) (Verdict, error) {
 	var b strings.Builder
 	b.WriteString("Judge the attempt below: was its outcome correct, and for sound reasons?\n\n")
-	writeSection(&b, "Task", quote(t.Task.Text()))
-	writeSection(&b, "Attempt", quote(transcript(t)))
-	writeSection(&b, "Feedback", quote(orNone(t.Feedback)))
+	writeSection(&b, HeadingTask, quote(t.Task.Text()))
+	writeSection(&b, HeadingAttempt, quote(transcript(t)))
+	writeSection(&b, HeadingFeedback, quote(orNone(t.Feedback)))
 	var v Verdict
 	err := learn.Call(ctx, env, hippocam.CallJudge, judgePrompt, strings.TrimSpace(b.String()), judgeSchema, func(args string) error {
 		v = Verdict{}
@@ -71,11 +71,11 @@ func judgeAttempt(ctx context.Context, env *learn.Env, t *hippocam.Trajectory) (
 // or a transcript can pass for one of the instruction's own headings.
 
 func writeSection(b *strings.Builder, title, body string) {
-	b.WriteString("## " + title + "\n" + body + "\n\n")
+	b.WriteString(SectionMark + title + "\n" + body + "\n\n")
 }
 
 func writeSubsection(b *strings.Builder, title, body string) {
-	b.WriteString("### " + title + "\n" + body + "\n")
+	b.WriteString(SubsectionMark + title + "\n" + body + "\n")
 }
 
 func quote(text string) string {

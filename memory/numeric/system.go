@@ -293,8 +293,8 @@ func (s *System[B, X, D]) extract(ctx context.Context, b *B, event string) (*X, 
 	if err != nil {
 		return nil, err
 	}
-	instruction := s.header() + "\nBindings: " + string(bindings) + "\n\n" +
-		strings.TrimSpace(s.rt.ExtractorContract(b)) + "\n\nEvent:\n" + event
+	instruction := s.header() + "\n" + BindingsLinePrefix + string(bindings) + "\n\n" +
+		strings.TrimSpace(s.rt.ExtractorContract(b)) + "\n\n" + EventLine + "\n" + event
 	var x *X
 	err = learn.Call(ctx, s.once(), hippocam.CallExtractor, extractorPrompt, instruction, s.rt.BatchSchema(b), func(args string) error {
 		var got X
@@ -334,9 +334,19 @@ func (s *System[B, X, D]) once() *learn.Env {
 	return &e
 }
 
+// The lines of the adapter's and the extractor's instructions that a reader of them (the
+// simulated model) goes by: the memory system the call is about ("Memory system: NAME
+// (OPERATOR)"), the extractor's bindings ("Bindings: JSON"), and the line after which the
+// extractor's event follows.
+const (
+	SystemLinePrefix   = "Memory system: "
+	BindingsLinePrefix = "Bindings: "
+	EventLine          = "Event:"
+)
+
 // header names the runtime a call is about.
 func (s *System[B, X, D]) header() string {
-	return "Memory system: " + s.rt.Name() + " (" + s.rt.Operator() + ")"
+	return SystemLinePrefix + s.rt.Name() + " (" + s.rt.Operator() + ")"
 }
 
 // current returns the batch of a task's event: the cached one when this process extracted it

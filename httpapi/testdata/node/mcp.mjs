@@ -2,7 +2,7 @@
 // (`@modelcontextprotocol/sdk`), as a desktop or IDE agent would: over stdio, starting
 // `hippocam mcp` itself, or over Streamable HTTP at a serve's /mcp with an API key. It checks
 // nothing of Hippocam's answers: it runs its scenario, prints every answer as one JSON line on
-// stdout, and the Go test that runs it (cmd/hippocam/mcp_test.go) judges them.
+// stdout, and the Go test that runs it (internal/cli/mcp_test.go) judges them.
 //
 // Scenarios (the first argument):
 //   owner     lists the tools, resources and templates and the sessions; searches the session
