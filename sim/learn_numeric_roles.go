@@ -7,11 +7,11 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
+	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/memory/entities"
 	"github.com/hippocam/hippocam/memory/hazard"
-	"github.com/hippocam/hippocam/memory/regression"
-	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/memory/numeric"
+	"github.com/hippocam/hippocam/memory/regression"
 )
 
 // The numeric memory systems' roles (docs/sim.md, "Part 3: numeric memory"): the adapter, which

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/hippocam/hippocam/memory/library"
 	"github.com/hippocam/hippocam/bench/learnstream"
+	"github.com/hippocam/hippocam/memory/library"
 )
 
 // LearnCommand runs a stream of tasks under each learning condition, offline, with the

@@ -17,7 +17,7 @@ import (
 // model, the scenario replay and the test helpers. Any package of the module whose name ends in
 // "test" is a test helper too.
 var labOnly = []string{"bench", "bench/learnstream", "sim", "replay", "scenario", "scenarios",
-	"storetest", "memory/systemtest"}
+	"storetest", "memory/memorytest", "internal/learntest"}
 
 // The product binary links none of the lab's packages.
 func TestProductLinksNoLab(t *testing.T) {
