@@ -14,6 +14,28 @@ import (
 // The OpenAI Chat Completions transport: POST /v1/chat/completions, read into a conversation,
 // continued by the session service, answered in the chat format, streamed or not.
 
+// chatFormat is the chat format for the shared code: its one route, refusals in OpenAI's error
+// JSON with OpenAI's context-length wording.
+type chatFormat struct {
+	formatDefaults
+	openAIErrors
+}
+
+func (chatFormat) id() hippocam.Format { return hippocam.FormatChat }
+
+func (chatFormat) prefixes() []string { return []string{"/v1/chat/"} }
+
+func (chatFormat) routes() []route {
+	return []route{{"POST /v1/chat/completions", "chat", (*Server).chatCompletions}}
+}
+
+func (chatFormat) tooLong(needed, window int, detail string) (message, param string) {
+	if needed > 0 && window > 0 {
+		return fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", window, needed), "messages"
+	}
+	return "This model's maximum context length was exceeded: " + detail, "messages"
+}
+
 // chatCompletions is POST /v1/chat/completions.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, tenant string) {
 	body, release, err := s.readChatBody(w, r)

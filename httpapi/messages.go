@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/hippocam/hippocam"
@@ -12,6 +13,63 @@ import (
 // prompt is its framing; tool_use and tool_result blocks become tool calls and results),
 // continued by the session service, answered as a message or its event stream. Errors have
 // Anthropic's error JSON; x-api-key is accepted as the tenant key.
+
+// messagesFormat is the Messages format for the shared code: its routes (this file and
+// endpoints.go), refusals in Anthropic's error JSON with its statuses, types and wording, the
+// x-api-key header of its clients, and the thinking blocks and tool errors of a history.
+type messagesFormat struct{}
+
+func (messagesFormat) id() hippocam.Format { return hippocam.FormatAnthropic }
+
+func (messagesFormat) prefixes() []string { return []string{"/v1/messages"} }
+
+func (messagesFormat) routes() []route {
+	return []route{
+		{"POST /v1/messages", "messages", (*Server).messages},
+		{"POST /v1/messages/count_tokens", "count_tokens", (*Server).countMessageTokens}, // endpoints.go
+	}
+}
+
+// tell gives a refusal Anthropic's error type for its status and no code; an overloaded
+// upstream is Anthropic's 529 ("Overloaded" when the upstream said so by its status), a
+// timeout its timeout_error.
+func (messagesFormat) tell(r refusal) refusal {
+	if r.status == http.StatusServiceUnavailable && r.code == "server_is_overloaded" {
+		r.status = 529
+		if r.overloadStatus {
+			r.message = "Overloaded"
+		}
+	}
+	r.typ, r.code = anthropic.StatusType(r.status), ""
+	if r.status == http.StatusGatewayTimeout {
+		r.typ = "timeout_error"
+	}
+	return r
+}
+
+// tooLong is Anthropic's "prompt is too long: N tokens > M maximum", on which Claude Code
+// compacts.
+func (messagesFormat) tooLong(needed, window int, detail string) (message, param string) {
+	if needed > 0 && window > 0 {
+		return fmt.Sprintf("prompt is too long: %d tokens > %d maximum", needed, window), ""
+	}
+	return "prompt is too long: " + detail, ""
+}
+
+func (messagesFormat) writeRefusal(w http.ResponseWriter, r refusal) {
+	anthropic.WriteError(w, r.status, r.typ, r.message)
+}
+
+func (messagesFormat) refusesInStream(refusal) bool { return false }
+
+func (messagesFormat) keyHeader() string { return "X-Api-Key" }
+
+// sentBy recognizes Anthropic's clients by the anthropic-version header they send.
+func (messagesFormat) sentBy(r *http.Request) bool { return r.Header.Get("Anthropic-Version") != "" }
+
+func (messagesFormat) unnamedParts() []string {
+	return []string{anthropic.PartThinking, anthropic.PartRedactedThinking, anthropic.PartToolError}
+}
 
 // messages is POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request, tenant string) {

@@ -102,8 +102,10 @@ func newPassThrough(p *PassThrough, keyed bool) (*httputil.ReverseProxy, error) 
 func credentials(h http.Header, p *PassThrough, keyed bool) {
 	if keyed {
 		h.Del("Authorization")
-		h.Del("X-Api-Key")
-	} else if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+		for _, k := range keyHeaders() {
+			h.Del(k)
+		}
+	} else if sentCredentials(h) {
 		return
 	}
 	if p.APIKey == "" {
@@ -170,6 +172,14 @@ func (s *Server) passThrough(w http.ResponseWriter, r *http.Request, tenant stri
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxDrainBytes))
 }
 
+// passThroughFormat is the format of the pass-through's upstream.
+func (s *Server) passThroughFormat() hippocam.Format {
+	if s.cfg.PassThrough.Anthropic {
+		return hippocam.FormatAnthropic
+	}
+	return hippocam.FormatChat
+}
+
 // maxDrainBytes bounds what is read of a passed-through body the upstream left unread; a longer
 // one closes the connection instead.
 const maxDrainBytes = 1 << 20
@@ -178,9 +188,9 @@ const maxDrainBytes = 1 << 20
 // headers) with a 502 in the error JSON of the path's format.
 func (s *Server) proxyError(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.Warn("pass-through failed", "path", r.URL.Path, "error", err)
-	format := hippocam.FormatChat
-	if strings.HasPrefix(r.URL.Path, "/v1/messages") || s.cfg.PassThrough.Anthropic && r.Header.Get("Anthropic-Version") != "" {
-		format = hippocam.FormatAnthropic
+	format := formatOf(r.URL.Path)
+	if up := s.passThroughFormat(); inboundOf(up).sentBy(r) {
+		format = up // a client of the upstream's own format, on a path of no format's
 	}
 	if errors.Is(err, errOwnKeyRefused) {
 		s.fail(w, r, format, hippocam.Errorf(hippocam.EUNAVAILABLE,

@@ -164,9 +164,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, tenant, name str
 	st := newAnswerStream(w, f, s.cfg.Metrics)
 	res, err := s.continueSession(w, r, tenant, name, conv, st)
 	if err != nil {
-		if !st.begun() && format == hippocam.FormatResponses && refuse(format, err).cause == causeCapacity {
-			// The Responses API tells a streamed request that its input is too long inside
-			// the stream, with response.failed; Codex compacts on that, not on a 400.
+		if !st.begun() && inboundOf(format).refusesInStream(refuse(format, err)) {
+			// The format tells this refusal inside the stream (the Responses API an input too
+			// long, with response.failed), so the stream is opened to fail at once.
 			s.refused(r, name, refuse(format, err), err)
 			if f.open(streamID{session: name, answer: positionKey(len(conv.Messages)), created: time.Now().Unix()}) == nil {
 				f.fail(err)
@@ -251,12 +251,6 @@ func withRequestInfo(r *http.Request, route, tenant string) *http.Request {
 func requestInfoOf(r *http.Request) requestInfo {
 	info, _ := r.Context().Value(requestInfoKey{}).(requestInfo)
 	return info
-}
-
-// routes that exist, by path, for the 405 of a wrong method.
-var knownPaths = map[string]string{
-	"/v1/chat/completions": "POST", "/v1/responses": "POST", "/v1/messages": "POST", "/v1/models": "GET",
-	"/v1/messages/count_tokens": "POST", "/v1/responses/input_tokens": "POST", "/v1/responses/compact": "POST",
 }
 
 // missing answers a path under /v1/ or /api/ that no route serves, in the error JSON of the

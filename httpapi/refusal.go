@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -23,6 +22,10 @@ import (
 // same code with the Responses wording there, and Anthropic's "prompt is too long: N tokens > M
 // maximum" (on which Claude Code compacts) in the Messages format; an overloaded upstream is
 // Anthropic's 529 overloaded_error, or OpenAI's 503 server_is_overloaded.
+//
+// This file words every refusal as OpenAI does; each format's inboundFormat (format.go) words
+// a context too long itself (tooLong), maps the rest to its provider's terms (tell) and writes
+// its error JSON (writeRefusal).
 
 // The causes of a failed request, as metrics count them (hippocam_failures_total{kind}).
 const (
@@ -54,6 +57,9 @@ type refusal struct {
 	cause   string // what metrics count it as
 	// retryAfter is the wait the upstream asked for, passed on as Retry-After.
 	retryAfter time.Duration
+	// overloadStatus says the upstream told it was overloaded by its status (529 or 503), not
+	// by an event in its stream (Anthropic's API then says just "Overloaded").
+	overloadStatus bool
 }
 
 // upstreamStatus is implemented by model-client errors that carry the provider's HTTP status.
@@ -66,45 +72,30 @@ type upstreamError interface {
 	UpstreamError() (typ, code, message string)
 }
 
-// formatOf is the inbound format a path belongs to, for routes that fail before a handler
-// knows it (authentication, unknown routes).
-func formatOf(path string) hippocam.Format {
-	for _, p := range formatPaths {
-		if strings.HasPrefix(path, p.prefix) {
-			return p.format
-		}
-	}
-	return hippocam.FormatChat
-}
-
-// formatPaths names the inbound format of the paths under each prefix; a path under none is
-// answered in the chat format. A new inbound format adds its prefix here.
-var formatPaths = []struct {
-	prefix string
-	format hippocam.Format
-}{
-	{"/v1/messages", hippocam.FormatAnthropic},
-	{"/v1/responses", hippocam.FormatResponses},
-}
-
 // refuse tells err in format f. Internal details never reach the client; the upstream's own
 // message does when the upstream refused the request for what it holds (a 4xx but 401 and 403,
 // which concern the operator's key).
 func refuse(f hippocam.Format, err error) refusal {
+	in := inboundOf(f)
+	return in.tell(classify(in, err))
+}
+
+// classify words err as OpenAI does; only a context that cannot fit is worded by in already.
+func classify(in inboundFormat, err error) refusal {
 	var up upstreamStatus
 	var ue upstreamError
 	var ce *hippocam.CapacityError
 	switch {
 	case errors.As(err, &up):
-		return refuseUpstream(f, err, up)
+		return refuseUpstream(in, err, up)
 	case errors.As(err, &ue):
-		return refuseStreamEvent(f, err, ue)
+		return refuseStreamEvent(err, ue)
 	case errors.As(err, &ce):
-		return refuseCapacity(f, ce.Needed, ce.Window, "")
+		return refuseCapacity(in, ce.Needed, ce.Window, "")
 	case errors.Is(err, hippocam.ErrTimeout):
-		return unavailable(f, http.StatusGatewayTimeout, causeTimeout, "timeout", hippocam.ErrorMessage(err))
+		return unavailable(http.StatusGatewayTimeout, causeTimeout, "timeout", hippocam.ErrorMessage(err))
 	case errors.Is(err, hippocam.ErrStreamCut):
-		return unavailable(f, http.StatusBadGateway, causeStreamCut, "upstream_unavailable", hippocam.ErrorMessage(err))
+		return unavailable(http.StatusBadGateway, causeStreamCut, "upstream_unavailable", hippocam.ErrorMessage(err))
 	}
 	msg := hippocam.ErrorMessage(err)
 	r := refusal{status: http.StatusInternalServerError, typ: "server_error", message: msg, cause: causeInternal}
@@ -116,7 +107,7 @@ func refuse(f hippocam.Format, err error) refusal {
 	case ec == hippocam.EINVALID:
 		r = refusal{status: http.StatusBadRequest, typ: "invalid_request_error", message: msg, cause: causeInvalid}
 	case ec == hippocam.ECAPACITY:
-		return refuseCapacity(f, 0, 0, msg)
+		return refuseCapacity(in, 0, 0, msg)
 	case ec == hippocam.ENOTFOUND:
 		r = refusal{status: http.StatusNotFound, typ: "invalid_request_error", code: "not_found", message: msg, cause: causeNotFound}
 	case ec == hippocam.ECONFLICT:
@@ -126,36 +117,25 @@ func refuse(f hippocam.Format, err error) refusal {
 	case ec == hippocam.EFORBIDDEN:
 		r = refusal{status: http.StatusForbidden, typ: "permission_error", code: "forbidden", message: msg, cause: causeForbidden}
 	case ec == hippocam.EUNAVAILABLE:
-		return unavailable(f, http.StatusBadGateway, causeUnreachable, "upstream_unavailable", msg)
-	}
-	if f == hippocam.FormatAnthropic {
-		r.typ, r.code = anthropic.StatusType(r.status), ""
+		return unavailable(http.StatusBadGateway, causeUnreachable, "upstream_unavailable", msg)
 	}
 	return r
 }
 
-// unavailable is a failure to get an answer from the upstream: a 502 or 504, Anthropic's
-// api_error or timeout_error, OpenAI's server_error.
-func unavailable(f hippocam.Format, status int, cause, code, msg string) refusal {
-	r := refusal{status: status, typ: "server_error", code: code, message: msg, cause: cause}
-	if f == hippocam.FormatAnthropic {
-		r.typ, r.code = anthropic.ErrorAPI, ""
-		if status == http.StatusGatewayTimeout {
-			r.typ = "timeout_error"
-		}
-	}
-	return r
+// unavailable is a failure to get an answer from the upstream: a 502 or 504, OpenAI's
+// server_error.
+func unavailable(status int, cause, code, msg string) refusal {
+	return refusal{status: status, typ: "server_error", code: code, message: msg, cause: cause}
 }
 
 // refuseUpstream tells an upstream's refusal by status.
-func refuseUpstream(f hippocam.Format, err error, up upstreamStatus) refusal {
+func refuseUpstream(in inboundFormat, err error, up upstreamStatus) refusal {
 	st, wait := up.UpstreamStatus()
 	var upCode, upMsg string
 	if ue, ok := up.(upstreamError); ok {
 		_, upCode, upMsg = ue.UpstreamError()
 	}
 	r := refusal{status: st, cause: causeUpstream + strconv.Itoa(st), message: hippocam.ErrorMessage(err), retryAfter: wait}
-	anth := f == hippocam.FormatAnthropic
 	switch {
 	case st == http.StatusTooManyRequests:
 		r.typ, r.code = "rate_limit_error", "rate_limit_exceeded"
@@ -165,9 +145,7 @@ func refuseUpstream(f hippocam.Format, err error, up upstreamStatus) refusal {
 	case st == 529 || st == http.StatusServiceUnavailable:
 		// Overloaded: Anthropic's own status, OpenAI's 503 with the code Codex looks for.
 		r.status, r.typ, r.code = http.StatusServiceUnavailable, "server_error", "server_is_overloaded"
-		if anth {
-			r.status, r.message = 529, "Overloaded"
-		}
+		r.overloadStatus = true
 	case st >= 500:
 		r.status, r.typ, r.code = http.StatusBadGateway, "server_error", "upstream_unavailable"
 	case st == http.StatusUnauthorized || st == http.StatusForbidden:
@@ -177,7 +155,7 @@ func refuseUpstream(f hippocam.Format, err error, up upstreamStatus) refusal {
 		r.message = "the upstream model refused Hippocam's credentials; the operator must check the upstream API key"
 	case isContextOverflow(upCode, upMsg):
 		needed, window := overflowTokens(upMsg)
-		c := refuseCapacity(f, needed, window, upMsg)
+		c := refuseCapacity(in, needed, window, upMsg)
 		c.cause = r.cause
 		return c
 	default:
@@ -187,58 +165,28 @@ func refuseUpstream(f hippocam.Format, err error, up upstreamStatus) refusal {
 		}
 		r.code = upCode // an OpenAI upstream's own code; Anthropic gives none
 	}
-	if anth {
-		r.typ, r.code = anthropic.StatusType(r.status), ""
-	}
 	return r
 }
 
 // refuseStreamEvent tells an error event that the upstream sent within its stream: overloaded
 // and rate limits keep their meaning, anything else is an upstream failure.
-func refuseStreamEvent(f hippocam.Format, err error, ue upstreamError) refusal {
+func refuseStreamEvent(err error, ue upstreamError) refusal {
 	typ, code, msg := ue.UpstreamError()
 	switch {
 	case typ == anthropic.ErrorOverloaded || code == "server_is_overloaded":
-		r := refusal{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_is_overloaded", message: msg, cause: causeUpstream + "overloaded"}
-		if f == hippocam.FormatAnthropic {
-			r.status, r.typ, r.code = 529, anthropic.ErrorOverloaded, ""
-		}
-		return r
+		return refusal{status: http.StatusServiceUnavailable, typ: "server_error", code: "server_is_overloaded", message: msg, cause: causeUpstream + "overloaded"}
 	case typ == anthropic.ErrorRateLimit || code == "rate_limit_exceeded":
-		r := refusal{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: msg, cause: causeUpstream + "rate_limited"}
-		if f == hippocam.FormatAnthropic {
-			r.code = ""
-		}
-		return r
+		return refusal{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "rate_limit_exceeded", message: msg, cause: causeUpstream + "rate_limited"}
 	}
-	return unavailable(f, http.StatusBadGateway, causeUpstream+"error_event", "upstream_unavailable", hippocam.ErrorMessage(err))
+	return unavailable(http.StatusBadGateway, causeUpstream+"error_event", "upstream_unavailable", hippocam.ErrorMessage(err))
 }
 
-// refuseCapacity tells a request too long for the context window, in each provider's words.
-// needed and window are the request's tokens and the window; zero when unknown, and detail is
-// then said instead.
-func refuseCapacity(f hippocam.Format, needed, window int, detail string) refusal {
+// refuseCapacity tells a request too long for the context window, in the words of in's
+// provider. needed and window are the request's tokens and the window; zero when unknown, and
+// detail is then said instead.
+func refuseCapacity(in inboundFormat, needed, window int, detail string) refusal {
 	r := refusal{status: http.StatusBadRequest, typ: "invalid_request_error", code: "context_length_exceeded", cause: causeCapacity}
-	known := needed > 0 && window > 0
-	switch f {
-	case hippocam.FormatAnthropic:
-		r.code = ""
-		if known {
-			r.message = fmt.Sprintf("prompt is too long: %d tokens > %d maximum", needed, window)
-		} else {
-			r.message = "prompt is too long: " + detail
-		}
-	case hippocam.FormatResponses:
-		r.param = "input"
-		r.message = "Your input exceeds the context window of this model. Please adjust your input and try again."
-	default:
-		r.param = "messages"
-		if known {
-			r.message = fmt.Sprintf("This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.", window, needed)
-		} else {
-			r.message = "This model's maximum context length was exceeded: " + detail
-		}
-	}
+	r.message, r.param = in.tooLong(needed, window, detail)
 	return r
 }
 
@@ -283,11 +231,7 @@ func (r refusal) write(w http.ResponseWriter, f hippocam.Format) {
 	if r.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((r.retryAfter+time.Second-1)/time.Second)))
 	}
-	if f == hippocam.FormatAnthropic {
-		anthropic.WriteError(w, r.status, r.typ, r.message)
-		return
-	}
-	writeJSON(w, r.status, r.body())
+	inboundOf(f).writeRefusal(w, r)
 }
 
 // body is r as OpenAI's error JSON: {"error":{"message","type","param","code"}}.
@@ -308,7 +252,7 @@ func (r refusal) chunk() []byte {
 	return b
 }
 
-// writeError writes err as OpenAI's error JSON (the REST API's errors too).
+// writeError writes err as the default format's error JSON (the REST API's errors too).
 func writeError(w http.ResponseWriter, err error) {
-	refuse(hippocam.FormatChat, err).write(w, hippocam.FormatChat)
+	refuse(defaultFormat, err).write(w, defaultFormat)
 }

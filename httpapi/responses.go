@@ -42,6 +42,36 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, tenant string
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// responsesFormat is the Responses format for the shared code: its routes (this file,
+// endpoints.go, compact.go), refusals in OpenAI's error JSON with the Responses wording of a
+// context too long, which a stream tells in its response.failed event (Codex compacts on that,
+// not on a 400); a history's reasoning items are the model's.
+type responsesFormat struct {
+	formatDefaults
+	openAIErrors
+}
+
+func (responsesFormat) id() hippocam.Format { return hippocam.FormatResponses }
+
+func (responsesFormat) prefixes() []string { return []string{"/v1/responses"} }
+
+func (responsesFormat) routes() []route {
+	return []route{
+		{"POST /v1/responses", "responses", (*Server).responses},
+		{"POST /v1/responses/input_tokens", "input_tokens", (*Server).countInputTokens}, // endpoints.go
+		{"POST /v1/responses/compact", "compact", (*Server).compact},                    // compact.go
+		{"GET /v1/responses/{id}", "response", (*Server).getResponse},                   // endpoints.go
+	}
+}
+
+func (responsesFormat) tooLong(needed, window int, detail string) (message, param string) {
+	return "Your input exceeds the context window of this model. Please adjust your input and try again.", "input"
+}
+
+func (responsesFormat) refusesInStream(r refusal) bool { return r.cause == causeCapacity }
+
+func (responsesFormat) unnamedParts() []string { return []string{wire.PartReasoning} }
+
 // responseOf is the response object for res (nil: the response as it starts, before any
 // output), with the fields that echo the request.
 func responseOf(conv *hippocam.Conversation, id string, created int64, res *sessions.Result) wire.Response {

@@ -81,7 +81,7 @@ type sessionInfoJSON struct {
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request, tenant string) {
 	list, err := s.cfg.Store.Sessions(r.Context(), tenant)
 	if err != nil {
-		s.fail(w, r, hippocam.FormatChat, err)
+		s.fail(w, r, defaultFormat, err)
 		return
 	}
 	places := hippocam.PlaceSessions(list)
@@ -199,7 +199,7 @@ func (s *Server) models(w http.ResponseWriter, r *http.Request, tenant string) {
 	}
 	body, err := s.cfg.Upstream.ListModels(r.Context())
 	if err != nil {
-		s.fail(w, r, hippocam.FormatChat, err)
+		s.fail(w, r, defaultFormat, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

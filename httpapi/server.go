@@ -132,13 +132,13 @@ func New(cfg Config) (*Server, error) {
 }
 
 func (s *Server) routes() {
-	s.handle("POST /v1/chat/completions", "chat", s.chatCompletions)
-	s.handle("POST /v1/responses", "responses", s.responses)
-	s.handle("POST /v1/messages", "messages", s.messages)
-	s.handle("POST /v1/messages/count_tokens", "count_tokens", s.countMessageTokens) // endpoints.go
-	s.handle("POST /v1/responses/input_tokens", "input_tokens", s.countInputTokens)
-	s.handle("POST /v1/responses/compact", "compact", s.compact) // compact.go
-	s.handle("GET /v1/responses/{id}", "response", s.getResponse)
+	for _, in := range inboundFormats { // format.go
+		for _, rt := range in.routes() {
+			s.handle(rt.pattern, rt.name, func(w http.ResponseWriter, r *http.Request, tenant string) {
+				rt.handler(s, w, r, tenant)
+			})
+		}
+	}
 	other := "unknown" // what the metrics and logs call the /v1 routes Hippocam does not serve
 	if s.proxy != nil {
 		other = "passthrough"
@@ -196,7 +196,7 @@ func (s *Server) handle(pattern, route string, h func(http.ResponseWriter, *http
 		r = withRequestInfo(r, route, tenant)
 		if !ok {
 			rec.Header().Set("WWW-Authenticate", `Bearer realm="hippocam"`)
-			s.fail(rec, r, formatOf(r.URL.Path), hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: send Authorization: Bearer KEY (or x-api-key: KEY)"))
+			s.fail(rec, r, formatOf(r.URL.Path), hippocam.Errorf(hippocam.EUNAUTHORIZED, "a valid API key is required: %s", keyHint()))
 			return
 		}
 		h(rec, r, tenant)
@@ -246,15 +246,11 @@ func (s *Server) authenticate(r *http.Request) (string, bool) {
 	if len(s.cfg.Keys) == 0 {
 		return "", true
 	}
-	const prefix = "Bearer "
-	var given []byte
-	if h := r.Header.Get("Authorization"); len(h) > len(prefix) && h[:len(prefix)] == prefix {
-		given = []byte(h[len(prefix):])
-	} else if k := r.Header.Get("X-Api-Key"); k != "" { // what Anthropic's clients send
-		given = []byte(k)
-	} else {
+	key, ok := clientKey(r) // Authorization: Bearer, or a format's own header (format.go)
+	if !ok {
 		return "", false
 	}
+	given := []byte(key)
 	tenant, found := "", false
 	for key, t := range s.cfg.Keys { // compare with every key, in constant time each
 		if subtle.ConstantTimeCompare([]byte(key), given) == 1 {

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/hippocam/hippocam"
-	"github.com/hippocam/hippocam/anthropic"
-	"github.com/hippocam/hippocam/openai/wire"
 )
 
 // Tools and history items the upstream cannot take are left out of its requests (the adapters
@@ -61,8 +59,10 @@ func omittedItems(conv *hippocam.Conversation, up hippocam.Format) []string {
 				continue
 			}
 			switch p.Type {
-			case hippocam.PartImage, hippocam.PartAudio, hippocam.PartFile, hippocam.PartTools, wire.PartReasoning,
-				anthropic.PartThinking, anthropic.PartRedactedThinking, anthropic.PartToolError:
+			case hippocam.PartImage, hippocam.PartAudio, hippocam.PartFile, hippocam.PartTools:
+				continue
+			}
+			if unnamedPart(p.Type) { // a format's own (format.go)
 				continue
 			}
 			if !slices.Contains(out, p.Type) {
