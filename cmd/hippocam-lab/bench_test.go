@@ -3,11 +3,76 @@ package main
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/hippocam/hippocam/internal/testenv"
 )
 
+// The command line of `bench context` chooses workloads and policies and reports each pair as
+// JSON; one small workload under two policies keeps it to seconds.
+func TestBenchContextCommand(t *testing.T) {
+	stdout, stderr, code := runMain(t, "bench", "context", "--quick", "--json", "--workloads", "fact-stream",
+		"--policies", "hippocam,truncate")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Results []struct {
+			Workload, Policy, Error string
+			Accuracy                float64 `json:"accuracy"`
+			InputTokens             int64   `json:"input_tokens"`
+			CostUSD                 float64 `json:"cost_usd"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range out.Results {
+		got[r.Workload+"/"+r.Policy] = true
+		if r.Error != "" || r.Accuracy < 0 || r.Accuracy > 1 || r.InputTokens <= 0 || r.CostUSD <= 0 {
+			t.Errorf("%s/%s: %+v", r.Workload, r.Policy, r)
+		}
+	}
+	if len(got) != 2 || !got["fact-stream/hippocam"] || !got["fact-stream/truncate"] {
+		t.Fatalf("results for %v; want fact-stream under hippocam and truncate", got)
+	}
+}
+
+// The command line of `bench overhead --provider-only` replays a few steps through the proxy and
+// the bare reverse proxy and reports both.
+func TestBenchOverheadCommand(t *testing.T) {
+	stdout, stderr, code := runMain(t, "bench", "overhead", "--provider-only", "--steps", "3",
+		"--ttft-ms", "10", "--tokens-per-second", "4000", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var out struct {
+		Provider struct {
+			Steps    int `json:"steps"`
+			Requests []struct {
+				TTFB     float64 `json:"ttfb_ms"`
+				BareTTFB float64 `json:"bare_ttfb_ms"`
+			} `json:"requests"`
+		} `json:"provider"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Provider.Steps != 3 || len(out.Provider.Requests) != 3 {
+		t.Fatalf("provider run: %s", stdout)
+	}
+	for i, r := range out.Provider.Requests {
+		if r.TTFB < 10 || r.BareTTFB < 10 {
+			t.Errorf("step %d: %+v, under the upstream's 10 ms", i+1, r)
+		}
+	}
+}
+
 // `hippocam bench context --quick --json` runs every policy on every workload and produces sane
-// numbers (the figures themselves are reported in BENCHMARKS.md, not asserted).
-func TestBenchContextQuick(t *testing.T) {
+// numbers (the figures themselves are reported in BENCHMARKS.md, not asserted). A whole
+// benchmark: it runs in the long step; TestBenchContextCommand is its everyday part.
+func TestLongBenchContextQuick(t *testing.T) {
+	testenv.SkipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("the quick context benchmark takes about a minute")
 	}
@@ -42,7 +107,9 @@ func TestBenchContextQuick(t *testing.T) {
 }
 
 // `hippocam bench overhead --quick --json` measures the proxy and the stores with sane figures.
-func TestBenchOverheadQuick(t *testing.T) {
+// A whole benchmark: it runs in the long step; TestBenchOverheadCommand is its everyday part.
+func TestLongBenchOverheadQuick(t *testing.T) {
+	testenv.SkipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("the quick overhead benchmark takes about half a minute")
 	}
