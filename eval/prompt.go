@@ -111,6 +111,13 @@ const (
 
 const judgeSystem = `You grade answers about long conversations. You compare the answer given with a reference answer that is known to be right, and reply only with a JSON object.`
 
+// The headings of the judge's instruction under which the reference and the graded answer
+// stand (the simulated judge finds them by these).
+const (
+	JudgeReferenceHeading = "Reference answer"
+	JudgeAnswerHeading    = "Answer to grade"
+)
+
 // judgeMessage is the judge's instruction for one answer.
 func judgeMessage(q Question, answer string) hippocam.Message {
 	var b strings.Builder
@@ -121,12 +128,12 @@ func judgeMessage(q Question, answer string) hippocam.Message {
 - wrong: it misses or contradicts the reference, or says it does not know when the reference gives an answer. When the reference says the question cannot be answered from the conversation, an answer that says so is correct and one that makes something up is wrong.
 `)
 	fmt.Fprintf(&b, "\n## Question\n\n%s\n", q.Text)
-	fmt.Fprintf(&b, "\n## Reference answer\n\n%s\n", q.Gold)
+	fmt.Fprintf(&b, "\n## %s\n\n%s\n", JudgeReferenceHeading, q.Gold)
 	a := strings.TrimSpace(answer)
 	if a == "" {
 		a = "(no answer)"
 	}
-	fmt.Fprintf(&b, "\n## Answer to grade\n\n%s\n", a)
+	fmt.Fprintf(&b, "\n## %s\n\n%s\n", JudgeAnswerHeading, a)
 	b.WriteString("\nReply with only this JSON object: {\"verdict\": \"correct\" | \"partially_correct\" | \"wrong\", \"reason\": \"one sentence\"}")
 	return hippocam.Message{Role: hippocam.RoleUser, Content: b.String()}
 }

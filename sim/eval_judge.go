@@ -3,12 +3,14 @@ package sim
 import (
 	"strings"
 	"unicode"
+
+	"github.com/hippocam/hippocam/eval"
 )
 
 // How the simulated judge grades an answer against a reference (docs/sim.md, "Judge of answers").
 // The judge role serves two callers: the lessons system, whose instruction holds a "## Feedback"
-// section, and `hippocam eval`, whose instruction holds "## Reference answer" and "## Answer to
-// grade" sections. The latter is graded by words: correct when every word of the reference
+// section, and `hippocam eval`, whose instruction holds the sections eval.JudgeReferenceHeading and
+// eval.JudgeAnswerHeading. The latter is graded by words: correct when every word of the reference
 // appears in the answer, partially correct when some do, wrong when none does.
 
 // gradedAnswer is the eval judge's verdict.
@@ -24,9 +26,9 @@ func gradingSections(text string) (reference, answer string, ok bool) {
 	var haveRef, haveAns bool
 	for _, sec := range mdSections(text) {
 		switch {
-		case strings.EqualFold(sec.title, "Reference answer"):
+		case strings.EqualFold(sec.title, eval.JudgeReferenceHeading):
 			ref, haveRef = sec.lines, true
-		case strings.EqualFold(sec.title, "Answer to grade"):
+		case strings.EqualFold(sec.title, eval.JudgeAnswerHeading):
 			ans, haveAns = sec.lines, true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hippocam/hippocam"
 	"github.com/hippocam/hippocam/engine"
+	"github.com/hippocam/hippocam/eval"
 	"github.com/hippocam/hippocam/learn"
 	"github.com/hippocam/hippocam/memory/lessons"
 	"github.com/hippocam/hippocam/memory/numeric"
@@ -46,6 +47,8 @@ var componentMarkers = map[string]string{
 	"engine.ReviewNothingNew":       engine.ReviewNothingNew,
 	"engine.SpanAfter":              engine.SpanAfter,
 	"engine.SpanBefore":             engine.SpanBefore,
+	"eval.JudgeReferenceHeading":    eval.JudgeReferenceHeading,
+	"eval.JudgeAnswerHeading":       eval.JudgeAnswerHeading,
 }
 
 // No source file of sim (tests aside) spells one of the components' markers as a literal of its
