@@ -100,7 +100,7 @@ type Advisory struct {
 	Entries int    `json:"entries"`
 }
 
-// MemorySystem is one way of keeping experience (docs/learning.md §2). Implementations are safe
+// MemorySystem is one way of keeping experience (docs/learning.md, "The systems"). Implementations are safe
 // for concurrent use and keep nothing between calls: all they know is in the state they are
 // given. Their model calls carry their own CallRole, so that usage and cost are told apart.
 type MemorySystem interface {

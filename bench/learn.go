@@ -15,7 +15,7 @@ import (
 )
 
 // `hippocam bench learn`: generated streams (learn_stream.go) run under every learning condition
-// of docs/learning.md §3 through learnstream's runner, each on a fresh store and simulated
+// of docs/learning.md, "Conditions" through learnstream's runner, each on a fresh store and simulated
 // model; learn_report.go and learn_svg.go turn the results into tables and plots.
 
 // The learning conditions, in report order.

@@ -15,7 +15,7 @@ import (
 // the intent and those open beneath it, and REPLACE files the span beneath it; then the ordinary
 // prefix check, and pressure control folds older history (PALIM) whenever the context outgrows
 // the window. Neither JANUS nor the main model is called. It is how a learning cluster of the
-// hippocam memory system takes in a finished task's trajectory (docs/learning.md §2).
+// hippocam memory system takes in a finished task's trajectory (docs/learning.md, "The systems").
 //
 // The messages get fresh ids of the session; everything else about them is kept. in names the
 // intent (Label and Done; Start is set here). Absorb works on a copy of s and returns the result

@@ -14,7 +14,7 @@ import (
 // the race for its version.
 const ApplyAttempts = 100
 
-// Apply learns trajs into the tenant's cluster id through sys (docs/learning.md §4): it reads
+// Apply learns trajs into the tenant's cluster id through sys (docs/learning.md): it reads
 // the cluster, leaves out the trajectories the cluster has applied already (Cluster.Applied),
 // lets sys update the state with the rest, in order, and stores the new state with the
 // trajectories' ids, from the version it read. When another update landed first (ECONFLICT) it
@@ -114,7 +114,7 @@ func backoff(ctx context.Context, attempt int) error {
 
 // Forgetter is a memory system that can take trajectories back out of a state: what deleting a
 // session needs, since a deleted session must leave every cluster state it fed
-// (docs/learning.md §5). Forget returns the state without what the trajectories with the given
+// (docs/learning.md). Forget returns the state without what the trajectories with the given
 // ids contributed, without changing state in place; ids the state does not hold are ignored.
 type Forgetter interface {
 	Forget(state json.RawMessage, ids []string) (json.RawMessage, error)

@@ -46,7 +46,7 @@ func (e *Env) log() *slog.Logger {
 // falls back safely (the task runs stateless, the cluster stays as it was).
 var ErrGaveUp = errors.New("the answers kept breaking the contract")
 
-// Call makes one contract call (docs/learning.md §6): the role's prompt as the system message,
+// Call makes one contract call (docs/learning.md, "Roles and cost"): the role's prompt as the system message,
 // the instruction as the user message, an answer that is one JSON object following schema, asked
 // for natively (hippocam.Structured, named after the role, strict) unless env.Structured says
 // prose; then the schema travels in the system message. An upstream that refuses the native

@@ -11,7 +11,7 @@ import (
 	"github.com/hippocam/hippocam"
 )
 
-// The router (docs/learning.md §1, the Routed Continual Learning paper §4.1): one contract call before a task that sends it
+// The router (docs/learning.md, the Routed Continual Learning paper §4.1): one contract call before a task that sends it
 // to an existing cluster or creates one, with a memory system and a scope. It sees only the
 // task's specification, the offered systems' ids and descriptions and, per cluster, its id,
 // system, description and trajectory count: never a cluster's state, the task's id or key, or

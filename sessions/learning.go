@@ -16,7 +16,7 @@ import (
 	"github.com/hippocam/hippocam/learn"
 )
 
-// Learning in the proxy (docs/learning.md §4). With Config.Learn on, a session's first request is
+// Learning in the proxy (docs/learning.md, "In the proxy"). With Config.Learn on, a session's first request is
 // a task start: the task is routed to a cluster (or the global one, or the one the client pins),
 // the cluster's memory system reads an advisory for it, and the advisory enters the context
 // before the task's first message; the decision rides on the session (Transcript.Learning). The

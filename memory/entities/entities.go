@@ -1,4 +1,4 @@
-// Package entities is the persistent-entity memory system (docs/learning.md §2, row entities;
+// Package entities is the persistent-entity memory system (docs/learning.md, "The systems", row entities;
 // the Routed Continual Learning paper B.2): things that last from one task to the next but are never named, seen only as an
 // unordered set of noisy numeric detections in each event. The runtime links the detections of
 // every event to the entities it already follows, keeps an estimate of each entity's location

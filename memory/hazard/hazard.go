@@ -1,4 +1,4 @@
-// Package hazard is the discrete-event memory system (docs/learning.md §2, id "hazard"; the Routed Continual Learning paper
+// Package hazard is the discrete-event memory system (docs/learning.md, "The systems", id "hazard"; the Routed Continual Learning paper
 // B.2 and D.2.4): a cluster whose tasks ask for event-free curves over J ordered intervals (the
 // share of a group that has had no event by the end of each interval) keeps the aggregates it
 // has seen, fits one pooled model of conditional hazards to all of them, and advises a curve

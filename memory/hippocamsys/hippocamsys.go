@@ -1,4 +1,4 @@
-// Package hippocamsys is the hippocam memory system (docs/learning.md §2, id "hippocam"): a
+// Package hippocamsys is the hippocam memory system (docs/learning.md, "The systems", id "hippocam"): a
 // cluster is one long Hippocam session. Every finished task enters it as one closed intent, so
 // the engine consolidates it as it consolidates any finished work: PRECIP keeps what the task
 // established (facts, what its feedback approved or refused), and PALIM folds older memories

@@ -1,4 +1,4 @@
-// Package icl is the in-context memory system (docs/learning.md §2, id "icl"): a cluster keeps
+// Package icl is the in-context memory system (docs/learning.md, "The systems", id "icl"): a cluster keeps
 // its trajectories verbatim, in order, and a task is shown the most recent of them that fit the
 // advisory budget, each as its request, the answer it got and the feedback on it. Nothing is
 // summarised, so exact details survive; older experience simply falls out of view when the

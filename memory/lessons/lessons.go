@@ -1,5 +1,5 @@
 // Package lessons is the memory system that learns by comparing several attempts at one task
-// (docs/learning.md §2, after the Hippo paper on lessons). When a task key's attempts are complete, a judge looks at
+// (docs/learning.md, "The systems", after the Hippo paper on lessons). When a task key's attempts are complete, a judge looks at
 // each attempt (ok, or a surprise: wrong, or right by luck), an inductor compares them and writes
 // candidate lessons by how many were ok, and a consolidator fits each candidate into the lessons
 // already kept: a duplicate is discarded, a conflict is resolved with explicit conditions, lessons

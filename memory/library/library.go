@@ -1,4 +1,4 @@
-// Package library is the registry of memory systems (docs/learning.md §2): the one place that
+// Package library is the registry of memory systems (docs/learning.md, "The systems"): the one place that
 // names every system and builds it by id. The session service, the transports and the commands
 // ask the library for systems and find what a system offers beyond hippocam.MemorySystem
 // (hippocam.StateViewer, hippocam.BudgetSetter, hippocam.UpdateObserver, learn.Configurer…) by

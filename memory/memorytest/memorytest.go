@@ -1,4 +1,4 @@
-// Package memorytest is the conformance suite every memory system runs (docs/learning.md §2):
+// Package memorytest is the conformance suite every memory system runs (docs/learning.md, "The systems"):
 // its state round-trips through every ClusterStore it is given, update after update keeps it
 // readable within the budget without changing the state it was given, a trajectory applied twice
 // changes nothing, and 32 updates of one cluster at once all land. The optional interfaces of the

@@ -1,4 +1,4 @@
-// Package numeric is what the three numeric memory systems share (docs/learning.md §2; the Routed Continual Learning paper
+// Package numeric is what the three numeric memory systems share (docs/learning.md, "The systems"; the Routed Continual Learning paper
 // B.1, B.2): a cluster that is configured once from its warm-up task, a typed extractor that turns
 // each visible event into records, a validator that admits only values found verbatim in the
 // event, and a fixed statistical runtime that fits, associates and predicts. The systems

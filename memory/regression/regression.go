@@ -1,5 +1,5 @@
 // Package regression is the numeric memory system for keyed scalar outcomes that come back task
-// after task (docs/learning.md §2, row regression; the Routed Continual Learning paper B.2): sales per store and week, a
+// after task (docs/learning.md, "The systems", row regression; the Routed Continual Learning paper B.2): sales per store and week, a
 // latency per service, a score per team and round. A cluster learns from every outcome its tasks
 // reveal and answers the points a new task asks for with a forecast, its uncertainty and the
 // number of observations behind it.
