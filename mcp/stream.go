@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hippocam/hippocam/internal/sse"
 )
 
 // The tenant's notification stream over Streamable HTTP. /mcp is stateless: a client of the
@@ -96,25 +97,25 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, tenant stri
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
+	events := sse.NewWriter(w)
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	done := s.ending.ch(r)
 	for {
+		var err error
 		select {
 		case <-r.Context().Done():
 			return
 		case <-done:
 			return
 		case msg := <-ch:
-			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg); err != nil {
-				return
-			}
+			err = events.Event("message", msg)
 		case <-tick.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
+			err = events.Comment("keep-alive")
 		}
-		flusher.Flush()
+		if err != nil {
+			return
+		}
 	}
 }
 
