@@ -5,7 +5,9 @@ package servetest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -134,4 +136,41 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// MainFunc is a binary's Main: it runs args until ctx ends and returns the exit status.
+type MainFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// StartMain runs main with args in this process until the test ends (then cancels it and expects
+// exit status 0), and waits up to 30 s for probe to answer: a loaded CI machine has taken more
+// than 5 s to open and migrate a store.
+func StartMain(t testing.TB, main MainFunc, probe string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out Log
+	go func() { done <- main(ctx, args, &out, &out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("%s exited %d: %s", args[0], code, out.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("%s did not shut down", args[0])
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		if resp, err := http.Get(probe); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("%s exited %d early: %s", args[0], code, out.String())
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s did not come up", args[0])
 }
