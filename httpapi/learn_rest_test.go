@@ -268,7 +268,7 @@ func testIsolation(t *testing.T, s *learnREST) {
 	notFound("DELETE", "/api/clusters/secret", nil)
 	notFound("DELETE", "/api/lessons/Lother", nil)
 	notFound("DELETE", "/api/lessons/Lother?cluster=secret", nil)
-	notFound("POST", "/api/lessons/import?cluster=secret", []byte(exportOf(t, nil)))
+	notFound("POST", "/api/lessons/import?cluster=secret&replace=all", []byte(exportOf(t, nil)))
 
 	// acme's c1 is its own icl cluster, never the other tenant's lessons cluster of that id.
 	var d clusterDetail
@@ -445,7 +445,7 @@ func TestLearnREST_Lessons(t *testing.T) {
 		if r.status != 400 || !strings.Contains(string(r.body), "c3, c5") {
 			t.Fatalf("an ambiguous delete: %d %s", r.status, r.body)
 		}
-		if r := s.do(t, "POST", "/api/lessons/import", acmeKey, "", []byte(exportOf(t, nil))); r.status != 400 || !strings.Contains(string(r.body), "?cluster=") {
+		if r := s.do(t, "POST", "/api/lessons/import", acmeKey, "", []byte(exportOf(t, s.stored(t, "acme", "c3").State))); r.status != 400 || !strings.Contains(string(r.body), "?cluster=") {
 			t.Fatalf("an import that names no cluster, with two: %d %s", r.status, r.body)
 		}
 		md := string(s.do(t, "GET", "/api/lessons/export", acmeKey, "", nil).body)
@@ -577,6 +577,15 @@ func TestLearnREST_ImportBadInput(t *testing.T) {
 		}
 	}
 	unchanged(t, "bad parameters")
+
+	// A tenant with no lessons cluster at all hears that the file is wrong, not that it has no
+	// cluster: the file is the first mistake to fix.
+	t.Run("NoClusterYet", func(t *testing.T) {
+		empty := newLearnREST(t, inmem.New())
+		if r := empty.do(t, "POST", "/api/lessons/import", acmeKey, "", []byte("hello world")); r.status != 400 || !strings.Contains(string(r.body), "no lesson entry") {
+			t.Fatalf("POST a text file with no lessons cluster: %d %s, want a 400 about the file", r.status, r.body)
+		}
+	})
 
 	t.Run("DryRun", func(t *testing.T) {
 		md := exportOf(t, before.State)

@@ -165,11 +165,15 @@ type LessonsImported struct {
 // read (naming the line), and for a file with no entry without ReplaceAll. On an error nothing
 // changes.
 func (s *Service) ImportLessons(ctx context.Context, tenant string, in LessonsImport) (*LessonsImported, error) {
+	opts := library.LessonsImportOptions{ReplaceAll: in.ReplaceAll}
+	// A file that is not a lessons file is refused as such, whatever clusters the tenant has.
+	if _, err := library.ImportLessonsFile(nil, in.File, opts); err != nil {
+		return nil, err
+	}
 	id, err := s.oneLessonsCluster(ctx, tenant, in.Cluster)
 	if err != nil {
 		return nil, err
 	}
-	opts := library.LessonsImportOptions{ReplaceAll: in.ReplaceAll}
 	var res *library.LessonsImportResult
 	if in.DryRun {
 		c, err := s.cfg.Store.Cluster(ctx, tenant, id)
