@@ -1,7 +1,8 @@
 // Package learn is the learning layer above the engine (docs/learning.md): the router that
 // sends a task to a cluster, the contract calls every learning component makes, the lexical
-// retrieval the systems use, and the runner that plays a stream of tasks under each condition.
-// The memory systems themselves live under memory/, one package each.
+// retrieval the systems use, and applying a finished task to its cluster. The memory systems
+// themselves live under memory/, one package each (registered in memory/library); the runner
+// that plays a stream of tasks under each condition is bench/learnstream.
 package learn
 
 import (
