@@ -12,7 +12,7 @@ import (
 // than the default, GOMAXPROCS, lets run.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	parallelAtLeast(4)
+	parallelAtLeast(3)
 	code := m.Run()
 	stopChromium()
 	os.Exit(code)
