@@ -174,49 +174,55 @@ func TestCodex(t *testing.T) { testAgentCLI(t, codex) }
 // are sessions of their own, in the conversation's group.
 func TestOpencode(t *testing.T) { testAgentCLI(t, opencode) }
 
-// testAgentCLI runs the three cases of a CLI through one serve: a one-shot, its continuation
-// (which continues the one-shot's conversation, to spare a run of the CLI: each takes seconds to
-// start), and a tool round trip. The three CLIs' tests run in parallel.
+// testAgentCLI runs the three cases of a CLI: a one-shot and its continuation (which continues
+// the one-shot's conversation, to spare a run of the CLI: each takes seconds to start) through
+// one serve, and beside them, through a serve of its own so that the sessions of the two stay
+// apart, a tool round trip. The three CLIs' tests run in parallel.
 func testAgentCLI(t *testing.T, a agentCLI) {
 	t.Parallel()
-	top := t
 	bin := mustCLI(t, a.name, a.bin)
-	s := startCLIStack(t, a.serveFlags...)
 
-	var oneShot *cliCase
-	var session string
-	t.Run("OneShot", func(t *testing.T) {
-		c := newCLICase(t, top, s, a, bin)
-		before := s.sessions(t)
-		c.expect(t, oneShotAnswer, c.send(t, "!say "+oneShotAnswer, false))
-		session = c.oneConversation(t, before, oneShotAnswer)
-		oneShot = c
-	})
+	t.Run("Conversation", func(t *testing.T) {
+		t.Parallel()
+		top := t
+		s := startCLIStack(t, a.serveFlags...)
+		var oneShot *cliCase
+		var session string
+		t.Run("OneShot", func(t *testing.T) {
+			c := newCLICase(t, top, s, a, bin)
+			before := s.sessions(t)
+			c.expect(t, oneShotAnswer, c.send(t, "!say "+oneShotAnswer, false))
+			session = c.oneConversation(t, before, oneShotAnswer)
+			oneShot = c
+		})
 
-	t.Run("Continue", func(t *testing.T) {
-		if oneShot == nil {
-			t.Fatal("the one-shot failed: there is no conversation to continue")
-		}
-		c := oneShot.next(t)
-		before := s.sessions(t)
-		args, stdin := a.resume("!say " + secondAnswer)
-		c.expect(t, secondAnswer, c.exec(t, args, stdin))
-		if id := c.oneConversation(t, before, secondAnswer); id != session {
-			c.fail(t, "the continued conversation went to session %s, not %s", id, session)
-		}
-		var answers []string
-		for _, m := range s.expand(t, session) {
-			if m.Role == "assistant" {
-				answers = append(answers, m.Content)
+		t.Run("Continue", func(t *testing.T) {
+			if oneShot == nil {
+				t.Fatal("the one-shot failed: there is no conversation to continue")
 			}
-		}
-		if strings.Join(answers, "|") != oneShotAnswer+"|"+secondAnswer {
-			c.fail(t, "session %s holds the answers %q, want both turns'", session, answers)
-		}
+			c := oneShot.next(t)
+			before := s.sessions(t)
+			args, stdin := a.resume("!say " + secondAnswer)
+			c.expect(t, secondAnswer, c.exec(t, args, stdin))
+			if id := c.oneConversation(t, before, secondAnswer); id != session {
+				c.fail(t, "the continued conversation went to session %s, not %s", id, session)
+			}
+			var answers []string
+			for _, m := range s.expand(t, session) {
+				if m.Role == "assistant" {
+					answers = append(answers, m.Content)
+				}
+			}
+			if strings.Join(answers, "|") != oneShotAnswer+"|"+secondAnswer {
+				c.fail(t, "session %s holds the answers %q, want both turns'", session, answers)
+			}
+		})
 	})
 
 	t.Run("ToolRoundTrip", func(t *testing.T) {
-		c := newCLICase(t, top, s, a, bin)
+		t.Parallel()
+		s := startCLIStack(t, a.serveFlags...)
+		c := newCLICase(t, t, s, a, bin)
 		before := s.sessions(t)
 		c.expect(t, toolAnswer, c.send(t, a.shellCall, true))
 		if b, err := os.ReadFile(filepath.Join(c.project, "made.txt")); err != nil || string(b) != "hi\n" {

@@ -207,13 +207,13 @@ type serve struct {
 	log  *servetest.Log
 }
 
-// startServe builds the hippocam binary and runs `hippocam serve` in front of upstream with a
+// startServe runs the shared hippocam binary's `hippocam serve` in front of upstream with a
 // fresh SQLite store and the flags in extra, until the test ends. The window is large, as a real
 // agent's would be: a CLI's framing and tools alone weigh tens of thousands of tokens.
 func startServe(t *testing.T, upstream string, extra ...string) *serve {
 	t.Helper()
 	args := append([]string{"--upstream", upstream, "--context-window", "400000", "--model", "hippocam-sim"}, extra...)
-	root, log := servetest.Start(t, servetest.Build(t), servetest.Env("HIPPOCAM_", "OPENAI_", "ANTHROPIC_"), args...)
+	root, log := servetest.Start(t, hippocamBin(t), servetest.Env("HIPPOCAM_", "OPENAI_", "ANTHROPIC_"), args...)
 	return &serve{root: root, log: log}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,94 @@ func TestDB(t *testing.T) {
 	if os.Getenv(dsnEnv) == "" {
 		t.Skipf("set %s to a Postgres DSN to run the Postgres tests, e.g. %s='postgres://postgres@127.0.0.1:5432/test?sslmode=disable'", dsnEnv, dsnEnv)
 	}
-	storetest.Run(t, func(t *testing.T) hippocam.Store { return MustOpenDB(t) })
+	pool := &schemaPool{base: os.Getenv(dsnEnv)}
+	t.Cleanup(func() { pool.drop(t) })
+	storetest.Run(t, func(t *testing.T) hippocam.Store { return pool.open(t) })
+}
+
+// schemaPool gives each subtest of the store suite a fresh, empty store in a migrated schema
+// that an earlier subtest used and emptied: to the server, creating a schema and applying the
+// migrations costs many times what deleting a few rows does, and the suite opens a store in
+// every one of its hundred subtests.
+type schemaPool struct {
+	base string
+	mu   sync.Mutex
+	free []string // DSNs of empty, migrated schemas
+	all  []string // every schema the pool created, dropped when the suite ends
+}
+
+// open opens a store in an empty schema of the pool, or in a new one, and gives the schema
+// back, emptied, when the test ends (a failed test's schema is only dropped at the end).
+func (p *schemaPool) open(t *testing.T) *postgres.DB {
+	t.Helper()
+	p.mu.Lock()
+	var dsn string
+	if n := len(p.free); n > 0 {
+		dsn, p.free = p.free[n-1], p.free[:n-1]
+	}
+	p.mu.Unlock()
+	if dsn == "" {
+		schema, err := createSchema(t.Context(), p.base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.mu.Lock()
+		p.all = append(p.all, schema)
+		p.mu.Unlock()
+		dsn = withSearchPath(t, p.base, schema)
+	}
+	db := postgres.New(dsn)
+	if err := db.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		if t.Failed() {
+			return
+		}
+		if err := emptySchema(dsn); err != nil {
+			t.Logf("the schema is not reused: %v", err)
+			return
+		}
+		p.mu.Lock()
+		p.free = append(p.free, dsn)
+		p.mu.Unlock()
+	})
+	return db
+}
+
+// drop drops every schema of the pool.
+func (p *schemaPool) drop(t *testing.T) {
+	for _, schema := range p.all {
+		if err := dropSchema(p.base, schema); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// emptySchema deletes every row of the schema's tables but the migrations' record, tables that
+// reference others first (the rest cascade), and restarts its sequences: the schema is then as
+// the migrations left it.
+func emptySchema(dsn string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `DO $$
+DECLARE r record;
+BEGIN
+	FOR r IN SELECT c.relname FROM pg_class c
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname <> 'schema_migrations'
+		ORDER BY EXISTS (SELECT 1 FROM pg_constraint f WHERE f.conrelid = c.oid AND f.contype = 'f') DESC, c.relname
+	LOOP
+		EXECUTE format('DELETE FROM %I', r.relname);
+	END LOOP;
+	PERFORM setval(s.seqrelid, s.seqstart, false) FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
+		WHERE c.relnamespace = current_schema()::regnamespace;
+END $$`)
+	return err
 }
 
 // MustOpenDB opens a DB in a fresh schema of the test database, and closes it and drops the
@@ -47,34 +135,52 @@ func MustCreateSchema(tb testing.TB) string {
 	if base == "" {
 		tb.Skipf("set %s to a Postgres DSN to run the Postgres tests, e.g. %s='postgres://postgres@127.0.0.1:5432/test?sslmode=disable'", dsnEnv, dsnEnv)
 	}
-	schema := "hippocam_test_" + strings.ToLower(rand.Text()[:12])
-	conn, err := pgx.Connect(tb.Context(), base)
+	schema, err := createSchema(tb.Context(), base)
 	if err != nil {
-		tb.Fatalf("connect to %s: %v", dsnEnv, err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(tb.Context(), "CREATE SCHEMA "+schema); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Errorf("drop schema %s: %v", schema, err)
+		if err := dropSchema(base, schema); err != nil {
+			tb.Error(err)
 		}
 	})
 	return withSearchPath(tb, base, schema)
 }
 
-// withSearchPath adds search_path=schema to a DSN in either URL or key=value form.
+// createSchema creates a schema with a random name in the database at base and returns its name.
+func createSchema(ctx context.Context, base string) (string, error) {
+	schema := "hippocam_test_" + strings.ToLower(rand.Text()[:12])
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %v", dsnEnv, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", err
+	}
+	return schema, nil
+}
+
+// dropSchema drops the schema and everything in it.
+func dropSchema(base, schema string) error {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return fmt.Errorf("drop schema %s: %v", schema, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		return fmt.Errorf("drop schema %s: %v", schema, err)
+	}
+	return nil
+}
+
+// withSearchPath adds search_path=schema to a DSN in either URL or key=value form, and
+// synchronous_commit=off: a test's commits need not wait for the disk (a crash of the server
+// would lose the last ones, which no test does), only be visible and ordered as ever.
 func withSearchPath(tb testing.TB, dsn, schema string) string {
 	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
-		return dsn + " search_path=" + schema
+		return dsn + " search_path=" + schema + " synchronous_commit=off"
 	}
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -82,6 +188,7 @@ func withSearchPath(tb testing.TB, dsn, schema string) string {
 	}
 	q := u.Query()
 	q.Set("search_path", schema)
+	q.Set("synchronous_commit", "off")
 	u.RawQuery = q.Encode()
 	return fmt.Sprint(u)
 }

@@ -48,7 +48,7 @@ func TestLongKillNine(t *testing.T) {
 	}))
 	dir := t.TempDir()
 	db := filepath.Join(dir, "crash.db")
-	srv := &killable{t: t, bin: servetest.Build(t), addr: servetest.FreeAddr(t),
+	srv := &killable{t: t, bin: hippocamBin(t), addr: servetest.FreeAddr(t),
 		args: []string{"--db", db, "--upstream", upstream + "/v1", "--context-window", "4000", "--model", "hippocam-sim", "--job-lease", "1s"}}
 	srv.start()
 

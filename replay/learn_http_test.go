@@ -32,12 +32,16 @@ func TestLearnThroughTheProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
+	t.Parallel()
 	if p := os.Getenv("HIPPOCAM_LEARN_STREAM"); p != "" {
 		learnThroughTheProxy(t, p) // e.g. a stream `hippocam bench learn --out` wrote
 		return
 	}
 	for name, path := range map[string]string{"decisions": "../bench/learnstream/testdata/small.jsonl", "numeric": "../bench/learnstream/testdata/numeric.jsonl"} {
-		t.Run(name, func(t *testing.T) { learnThroughTheProxy(t, path) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			learnThroughTheProxy(t, path)
+		})
 	}
 }
 
@@ -63,7 +67,7 @@ func learnThroughTheProxy(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	addr := servetest.FreeAddr(t)
-	cmd := exec.Command(servetest.Build(t), "serve", "--addr", addr, "--db", filepath.Join(dir, "learn.db"), "--keys", keys,
+	cmd := exec.Command(hippocamBin(t), "serve", "--addr", addr, "--db", filepath.Join(dir, "learn.db"), "--keys", keys,
 		"--upstream", upstream.URL+"/v1", "--context-window", "8000", "--model", "hippocam-sim", "--learn", "routed",
 		"--route-wait", "0") // every first answer waits for its routing, as in process: the rewards compare request for request
 	log := &servetest.Log{}

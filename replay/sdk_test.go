@@ -110,9 +110,11 @@ func runNodeHarness(t *testing.T, node, baseURL, session string) (sdkSummary, st
 // TestNodeSDK runs the official openai npm client against the simulated model's HTTP server,
 // which answers the !call and !ask directives itself.
 func TestNodeSDK(t *testing.T) {
+	t.Parallel()
 	node := mustNodeHarness(t)
 
 	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
 		srv := newRecordingServer(t)
 		s, stderr, err := runNodeHarness(t, node, srv.URL+"/v1", "node")
 		if err != nil || !s.OK {
@@ -150,6 +152,7 @@ func TestNodeSDK(t *testing.T) {
 	})
 
 	t.Run("ErrMismatch", func(t *testing.T) {
+		t.Parallel()
 		// An endpoint that loses the question's key answers "humidity := unknown".
 		h := sim.New(tokenizer.MustDefault()).Handler()
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -271,7 +274,7 @@ type proxy struct {
 // OpenAI-compatible base URL) with a fresh SQLite store, until the test ends.
 func startProxy(t *testing.T, upstream string) *proxy {
 	t.Helper()
-	root, log := servetest.Start(t, servetest.Build(t), servetest.Env("HIPPOCAM_", "OPENAI_"),
+	root, log := servetest.Start(t, hippocamBin(t), servetest.Env("HIPPOCAM_", "OPENAI_"),
 		"--upstream", upstream, "--context-window", "8000", "--model", "hippocam-sim")
 	return &proxy{root: root, log: log}
 }
@@ -340,6 +343,7 @@ func checkSession(t *testing.T, root, session string) {
 // (httpapi/testdata/node/lib.mjs) and checks the answers, that no call of Hippocam's own tools
 // reached it, and that the proxy kept one session per conversation, unforked.
 func TestOfficialSDKs(t *testing.T) {
+	t.Parallel()
 	node := mustNodeHarness(t)
 	upstream := simServer(t, nil)
 	p := startProxy(t, upstream.URL+"/v1")
@@ -374,6 +378,7 @@ func TestOfficialSDKs(t *testing.T) {
 // through (the model made to call recall instead of read_file). The simulated model alone plays
 // the broken endpoint.
 func TestOfficialSDKsDetect(t *testing.T) {
+	t.Parallel()
 	node := mustNodeHarness(t)
 	for _, c := range []struct {
 		name     string

@@ -426,6 +426,7 @@ var typesNegatives = []struct {
 // proxy and from the simulated model alone, against the official SDKs' TypeScript types with
 // tsc --strict. It fails quoting tsc's errors, each with the answer it concerns.
 func TestAnswerTypes(t *testing.T) {
+	t.Parallel()
 	node := mustNodeHarness(t) // typescript is one of the harness's pinned packages
 	upstream := simServer(t, nil)
 	p := startProxy(t, upstream.URL+"/v1")

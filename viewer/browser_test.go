@@ -30,6 +30,7 @@ const (
 )
 
 func TestViewerBrowser(t *testing.T) {
+	t.Parallel()
 	api := newFakeAPI(t, "")
 	api.conversation = true
 	srv := httptest.NewServer(api.Handler())
@@ -469,6 +470,7 @@ func fixtureRaw(t *testing.T, session, id string) string {
 // Hundreds of sessions: listed with forks beneath their origins (at any depth), many forks
 // folded, an orphaned fork at the top, and found by search.
 func TestViewerBrowserManySessions(t *testing.T) {
+	t.Parallel()
 	api := newFakeAPI(t, "")
 	api.extra = api.manySessions(300)
 	total := 3 + len(api.extra)
@@ -544,6 +546,7 @@ func TestViewerBrowserManySessions(t *testing.T) {
 }
 
 func TestViewerBrowserAPIKey(t *testing.T) {
+	t.Parallel()
 	const key = "s3cret-key"
 	api := newFakeAPI(t, key)
 	srv := httptest.NewServer(api.Handler())
@@ -620,8 +623,66 @@ type browser struct {
 	exceptions []string
 }
 
-// newBrowser starts Chromium with a fresh profile, or skips the test when there is none and CI
-// is not set.
+// chromium is the one headless Chromium the browser tests share, started by the first test
+// that needs it and stopped by TestMain. Starting a browser takes seconds; a tab in a browser
+// context of its own (the CDP's incognito profile: no cookies, storage or cache shared with
+// another tab) is as fresh as a new browser's, and opens in milliseconds.
+var chromium struct {
+	once sync.Once
+	ctx  context.Context // the browser's first tab, whose context holds the browser
+	err  error
+	out  lockedBuffer
+	stop func()
+}
+
+// startChromium starts the shared browser, once, with a profile in a temporary directory.
+func startChromium(exe string) (context.Context, error) {
+	chromium.once.Do(func() {
+		profile, err := os.MkdirTemp("", "hippocam-viewer-chromium-")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe),
+			chromedp.Headless,
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.NoFirstRun,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.UserDataDir(profile),
+			chromedp.WindowSize(1440, 900),
+			chromedp.CombinedOutput(&chromium.out),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelBrowser := chromedp.NewContext(actx)
+		chromium.stop = func() {
+			cancelBrowser()
+			cancelAlloc()
+			os.RemoveAll(profile)
+		}
+		if err := chromedp.Do(ctx); err != nil {
+			chromium.err = fmt.Errorf("start %s: %w\n%s", exe, err, chromium.out.String())
+			return
+		}
+		chromium.ctx = ctx
+	})
+	return chromium.ctx, chromium.err
+}
+
+// stopChromium stops the shared browser if a test started it.
+func stopChromium() {
+	if chromium.stop != nil {
+		chromium.stop()
+	}
+}
+
+// newBrowser opens a tab in a fresh browser context of the shared Chromium, or skips the test
+// when there is no browser and CI is not set. The tab closes, and its browser context goes, when
+// the test ends.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	exe := os.Getenv("HIPPOCAM_CHROMIUM")
@@ -634,35 +695,21 @@ func newBrowser(t *testing.T) *browser {
 		}
 		t.Skipf("no browser at %s: install Debian's chromium (or set HIPPOCAM_CHROMIUM) to run this test", exe)
 	}
-	profile := t.TempDir()
-	var out lockedBuffer
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1440, 900),
-		chromedp.CombinedOutput(&out),
-	)
-	root, cancelRoot := context.WithTimeout(context.Background(), 3*time.Minute)
-	actx, cancelAlloc := chromedp.NewExecAllocator(root, opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	bctx, err := startChromium(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, cancelRoot := context.WithTimeout(bctx, 3*time.Minute)
+	ctx, cancelTab := chromedp.NewContext(root, chromedp.WithNewBrowserContext())
 	t.Cleanup(func() {
 		cancelTab()
-		cancelAlloc()
 		cancelRoot()
 		if t.Failed() {
-			t.Logf("browser output:\n%s", out.String())
+			t.Logf("browser output:\n%s", chromium.out.String())
 		}
 	})
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v\n%s", exe, err, out.String())
+		t.Fatalf("open a tab in %s: %v\n%s", exe, err, chromium.out.String())
 	}
 	b := &browser{t: t, ctx: ctx}
 	messages := chromedp.Console(ctx)

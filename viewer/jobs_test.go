@@ -21,6 +21,7 @@ import (
 
 // The jobs page's script is served, the page loads it and the nav links to the page.
 func TestJobsPageServed(t *testing.T) {
+	t.Parallel()
 	h := viewer.Handler()
 	rec := serve(h, httptest.NewRequest(http.MethodGet, "/assets/jobs.js", nil))
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("Content-Type"), "javascript") ||
@@ -41,6 +42,7 @@ func TestJobsPageServed(t *testing.T) {
 // The jobs page against a real server: a job whose run failed shows as failed with its error
 // and attempts, another is queued, and the tab is marked as the page shown.
 func TestViewerBrowserJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := inmem.New()
 	tok := tokenizer.MustDefault()

@@ -24,6 +24,7 @@ import (
 // the cluster and its state, every lesson with why it changed and what it came from, exports the
 // lessons file, and shows each session's routing, advisory and outcome.
 func TestViewerBrowserLearning(t *testing.T) {
+	t.Parallel()
 	const key = "k-acme"
 	s := newLearningServer(t, key, "lessons")
 	cluster := s.startTask(t, "a1", "sales-1", salesTask)
@@ -281,18 +282,18 @@ func TestViewerBrowserLearning(t *testing.T) {
 // Each memory system's state renders in its own form: the trajectories ICL keeps, the records
 // and items of ReasoningBank, the cluster session of Hippocam.
 func TestViewerBrowserClusterStates(t *testing.T) {
-	b := newBrowser(t)
-	defer func() { b.t = t }() // the subtests borrow the browser
+	t.Parallel()
 	for _, tc := range []struct{ system, entry string }{
 		{"icl", "state-trajectory"},
 		{"reasoning_bank", "state-record"},
 		{"hippocam", "state-message"},
 	} {
 		t.Run(tc.system, func(t *testing.T) {
+			t.Parallel()
 			s := newLearningServer(t, "", tc.system)
 			cluster := s.startTask(t, "t1", "", salesTask)
 			s.endTask(t, "t1", `{"feedback":"feedback: status_filter = shipped right"}`)
-			b.t = t
+			b := newBrowser(t)
 			b.do("open the cluster",
 				chromedp.Navigate(s.URL+"/#/clusters/"+cluster),
 				chromedp.WaitVisible(chromedp.CSS(`[data-testid="cluster-state"][data-system="`+tc.system+`"]`)))
@@ -305,17 +306,15 @@ func TestViewerBrowserClusterStates(t *testing.T) {
 			if got := b.text(`[data-testid="cluster-state"]`); !strings.Contains(got, "status_filter") {
 				t.Errorf("the %s state does not show the task: %q", tc.system, got)
 			}
+			b.checkNoExceptions()
 		})
 	}
-	b.t = t
-	b.checkNoExceptions()
 }
 
 // A numeric cluster shows where its configuration stands, its frozen bindings and its data;
 // one whose configuration failed says why.
 func TestViewerBrowserNumericClusterState(t *testing.T) {
-	b := newBrowser(t)
-	defer func() { b.t = t }()
+	t.Parallel()
 	task := func(week int, bind string) string {
 		return fmt.Sprintf("Weekly sales forecast\n%sobs sales[store=north,week=%d] = %d\nestimate sales[store=north,week=%d]", bind, week, 100+week, week+1)
 	}
@@ -324,11 +323,12 @@ func TestViewerBrowserNumericClusterState(t *testing.T) {
 		{"failed", "#bind depot=key\n", "failed", "depot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := newLearningServer(t, "", "regression")
 			cluster := s.startTask(t, "t1", "", task(1, tc.bind))
 			s.endTask(t, "t1", `{"feedback":"feedback: sales[store=north,week=2] = 101, outcome sales[store=north,week=2] = 103"}`)
 			s.startTask(t, "t2", "", task(2, tc.bind))
-			b.t = t
+			b := newBrowser(t)
 			b.do("open the cluster",
 				chromedp.Navigate(s.URL+"/#/clusters/"+cluster),
 				chromedp.WaitVisible(chromedp.CSS(`[data-testid="state-numeric"]`)))
@@ -342,10 +342,9 @@ func TestViewerBrowserNumericClusterState(t *testing.T) {
 			if got := b.text(sel); !strings.Contains(got, tc.shows) {
 				t.Errorf("%s shows %q, without %q", sel, got, tc.shows)
 			}
+			b.checkNoExceptions()
 		})
 	}
-	b.t = t
-	b.checkNoExceptions()
 }
 
 // getJSON decodes the API's answer to GET path into v.
@@ -377,8 +376,10 @@ func (b *browser) download(sel string) (name, content string) {
 	progress := chromedp.Events(ctx, cdpbrowser.DownloadProgress)
 	b.do("click "+sel,
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			// The tab's own browser context downloads; the setting is per context.
 			_, err := chromedp.Call(ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
-				Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true)})
+				Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName, DownloadPath: dir, EventsEnabled: new(true),
+				BrowserContextID: chromedp.FromContext(ctx).BrowserContextID})
 			return err
 		}),
 		chromedp.Click(chromedp.CSS(sel)))

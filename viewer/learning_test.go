@@ -14,6 +14,7 @@ import (
 // routing decision, then its advisory (a later task of its kind) and, once ended, its outcome;
 // a session learning never saw has no "learning" field at all.
 func TestSessionLearning(t *testing.T) {
+	t.Parallel()
 	s := newLearningServer(t, "k", "lessons")
 	session := func(id string) (map[string]json.RawMessage, *hippocam.TaskLearning) {
 		t.Helper()

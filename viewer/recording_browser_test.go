@@ -12,6 +12,7 @@ import (
 // A session the server recorded (serve --record) links its recording in its header; one without
 // a recording has no link. With an API key, following the link fetches the file with the key.
 func TestViewerBrowserRecording(t *testing.T) {
+	t.Parallel()
 	const key = "rec-key"
 	api := newFakeAPI(t, key)
 	api.recording = `{"time":"2026-12-05T10:00:00Z","session":"billing-fix","role":"agent"}` + "\n"

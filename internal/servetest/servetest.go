@@ -40,15 +40,25 @@ func (l *Log) String() string {
 // Build builds the hippocam binary into a temporary directory and returns its path.
 func Build(t testing.TB) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
+	bin, err := BuildIn(t.TempDir())
 	if err != nil {
-		t.Fatalf("go is not on PATH to build hippocam: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "hippocam")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hippocam: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
+}
+
+// BuildIn builds the hippocam binary into dir and returns its path. A package whose tests all
+// run the same binary builds it once, into a directory its TestMain removes.
+func BuildIn(dir string) (string, error) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("go is not on PATH to build hippocam: %v", err)
+	}
+	bin := filepath.Join(dir, "hippocam")
+	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/hippocam: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // Env is this process's environment without the variables whose names begin with one of
