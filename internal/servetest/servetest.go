@@ -184,3 +184,36 @@ func StartMain(t testing.TB, main MainFunc, probe string, args ...string) {
 	}
 	t.Fatalf("%s did not come up", args[0])
 }
+
+// SharedBuild is one build of the hippocam binary that all of a package's tests share: the first
+// test that asks for it builds it (linking costs seconds) into a directory that Run removes at
+// the end.
+type SharedBuild struct {
+	dir  string
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// Run runs the package's tests with a fresh build directory and returns their exit status; call
+// it from TestMain as os.Exit(b.Run(m)).
+func (b *SharedBuild) Run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "hippocam-build-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	b.dir = dir
+	defer os.RemoveAll(dir)
+	return m.Run()
+}
+
+// Bin returns the shared binary, building it on the first call.
+func (b *SharedBuild) Bin(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() { b.bin, b.err = BuildIn(b.dir) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
+}

@@ -48,3 +48,14 @@ func FewerRapidChecks(n int) {
 		_ = f.Value.Set(strconv.Itoa(max(n, 1)))
 	}
 }
+
+// ParallelAtLeast raises -test.parallel to n unless the command line set it: for packages whose
+// tests mostly wait (on child processes, a browser, a database), so that more of them run at
+// once than GOMAXPROCS would let. Call it from TestMain after flag.Parse.
+func ParallelAtLeast(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); !set && f != nil && f.Value.(flag.Getter).Get().(int) < n {
+		_ = f.Value.Set(strconv.Itoa(n))
+	}
+}
