@@ -7,31 +7,43 @@ import (
 	"github.com/hippocam/hippocam/internal/testenv"
 )
 
-// The command line of `bench context` chooses workloads and policies and reports each pair as
-// JSON; one small workload under two policies keeps it to seconds.
-func TestBenchContextCommand(t *testing.T) {
-	stdout, stderr, code := runMain(t, "bench", "context", "--quick", "--json", "--workloads", "fact-stream",
-		"--policies", "hippocam,truncate")
+// contextResults runs `hippocam bench context --quick --json` with extra flags and returns its
+// result rows, each already checked for sane figures.
+func contextResults(t *testing.T, flags ...string) (rows []contextRow) {
+	t.Helper()
+	stdout, stderr, code := runMain(t, append([]string{"bench", "context", "--quick", "--json"}, flags...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var out struct {
-		Results []struct {
-			Workload, Policy, Error string
-			Accuracy                float64 `json:"accuracy"`
-			InputTokens             int64   `json:"input_tokens"`
-			CostUSD                 float64 `json:"cost_usd"`
-		} `json:"results"`
+		Results []contextRow `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]bool{}
 	for _, r := range out.Results {
-		got[r.Workload+"/"+r.Policy] = true
-		if r.Error != "" || r.Accuracy < 0 || r.Accuracy > 1 || r.InputTokens <= 0 || r.CostUSD <= 0 {
+		if r.Error != "" || r.Accuracy < 0 || r.Accuracy > 1 || r.InputTokens <= 0 || r.CostUSD <= 0 || r.Calls["agent"] == 0 {
 			t.Errorf("%s/%s: %+v", r.Workload, r.Policy, r)
 		}
+	}
+	return out.Results
+}
+
+// contextRow is one workload under one policy in bench context's JSON.
+type contextRow struct {
+	Workload, Policy, Error string
+	Accuracy                float64 `json:"accuracy"`
+	InputTokens             int64   `json:"input_tokens"`
+	CostUSD                 float64 `json:"cost_usd"`
+	Calls                   map[string]int
+}
+
+// The command line of `bench context` chooses workloads and policies and reports each pair as
+// JSON; one small workload under two policies keeps it to seconds.
+func TestBenchContextCommand(t *testing.T) {
+	got := map[string]bool{}
+	for _, r := range contextResults(t, "--workloads", "fact-stream", "--policies", "hippocam,truncate") {
+		got[r.Workload+"/"+r.Policy] = true
 	}
 	if len(got) != 2 || !got["fact-stream/hippocam"] || !got["fact-stream/truncate"] {
 		t.Fatalf("results for %v; want fact-stream under hippocam and truncate", got)
@@ -76,28 +88,9 @@ func TestLongBenchContextQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the quick context benchmark takes about a minute")
 	}
-	stdout, stderr, code := runMain(t, "bench", "context", "--quick", "--json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var out struct {
-		Results []struct {
-			Workload, Policy, Error string
-			Accuracy                float64 `json:"accuracy"`
-			InputTokens             int64   `json:"input_tokens"`
-			CostUSD                 float64 `json:"cost_usd"`
-			Calls                   map[string]int
-		} `json:"results"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-		t.Fatal(err)
-	}
 	policies := map[string]bool{}
-	for _, r := range out.Results {
+	for _, r := range contextResults(t) {
 		policies[r.Policy] = true
-		if r.Error != "" || r.Accuracy < 0 || r.Accuracy > 1 || r.InputTokens <= 0 || r.CostUSD <= 0 || r.Calls["agent"] == 0 {
-			t.Errorf("%s/%s: %+v", r.Workload, r.Policy, r)
-		}
 	}
 	for _, p := range []string{"hippocam", "hippocam-no-prefix", "hippocam-no-recall", "flat-summary", "truncate", "full", "retrieve-prepend"} {
 		if !policies[p] {
