@@ -81,7 +81,8 @@ func (s *Service) Lessons(ctx context.Context, tenant string, f LessonFilter) ([
 
 // LessonsFile is the lessons file (Markdown) of the tenant's lessons clusters, and the name to
 // offer it under. With a cluster id, or when the tenant has one lessons cluster, it is that
-// cluster's file exactly as lessons.Export writes it, which imports back unchanged; with
+// cluster's file exactly as lessons.Export writes it, which imports back unchanged (a file with no
+// lesson in it only with ReplaceAll, as every file without an entry); with
 // several, their files follow one another, each under a heading naming its cluster (a file to
 // read and keep, imported again one cluster at a time); with none, an empty lessons file. Errors
 // as for Lessons.

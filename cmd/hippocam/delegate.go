@@ -169,10 +169,14 @@ func isThisModule(path string) bool {
 	return false
 }
 
-// isExecutable reports whether path is a regular file someone may execute.
+// isExecutable reports whether path is a regular file someone may execute. Windows keeps no
+// execute bits: there the name's .exe suffix says it.
 func isExecutable(path string) bool {
 	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	return runtime.GOOS == "windows" || st.Mode().Perm()&0o111 != 0
 }
 
 // exeSuffix is the suffix of executables on this system.

@@ -38,6 +38,7 @@ type Reader struct {
 	id     string
 	hasDat bool
 	skipLF bool // the last line ended with CR: a LF that follows belongs to it
+	begun  bool // the stream's first bytes were read: a byte order mark there is dropped
 	err    error
 }
 
@@ -51,6 +52,12 @@ func NewReader(r io.Reader) *Reader {
 // not the blank line that ends it), Next returns that event, with a non-nil Data, together
 // with the error: the standard drops such an event, a caller may still use it.
 func (r *Reader) Next() (Event, error) {
+	if !r.begun {
+		r.begun = true
+		if b, err := r.br.Peek(3); err == nil && string(b) == "\ufeff" {
+			r.br.Discard(3) // the standard ignores one leading UTF-8 byte order mark
+		}
+	}
 	for {
 		line, err := r.readLine()
 		if err != nil {

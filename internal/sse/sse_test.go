@@ -209,3 +209,24 @@ func FuzzReader(f *testing.F) {
 		t.Fatal("the reader does not end")
 	})
 }
+
+// Data holding CR or CRLF line breaks is written as several data lines, as LF is: a reader ends
+// a line at any of the three, so nothing of the data is lost or read as a field.
+func TestWriterCarriageReturns(t *testing.T) {
+	var buf bytes.Buffer
+	if err := NewWriter(&buf).Write("", []byte("a\rb\r\nc\n\rd")); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := readAll(t, buf.String())
+	if err != io.EOF || len(evs) != 1 || string(evs[0].Data) != "a\nb\nc\n\nd" {
+		t.Fatalf("read back %q (%v) from %q", evs, err, buf.String())
+	}
+}
+
+// A UTF-8 byte order mark that opens the stream is ignored; the first event is kept.
+func TestReaderByteOrderMark(t *testing.T) {
+	evs, err := readAll(t, "\ufeffdata: x\n\ndata: y\n\n")
+	if err != io.EOF || len(evs) != 2 || string(evs[0].Data) != "x" || string(evs[1].Data) != "y" {
+		t.Fatalf("events %q, %v", evs, err)
+	}
+}

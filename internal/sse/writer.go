@@ -39,8 +39,8 @@ func Start(w http.ResponseWriter) *Writer {
 }
 
 // Write writes one event named name (none when name is empty: the standard's "message") with
-// data, without flushing. Data holding line breaks is written as several data lines, which a
-// reader joins back with "\n". It returns the first write error.
+// data, without flushing. Data holding line breaks (LF, CR or CRLF) is written as several data
+// lines, which a reader joins back with "\n". It returns the first write error.
 func (w *Writer) Write(name string, data []byte) error {
 	if w.err != nil {
 		return w.err
@@ -50,12 +50,17 @@ func (w *Writer) Write(name string, data []byte) error {
 		b = append(append(append(b, "event: "...), name...), '\n')
 	}
 	for {
-		line, rest, more := bytes.Cut(data, []byte{'\n'})
-		b = append(append(append(b, "data: "...), line...), '\n')
-		if !more {
+		// A reader ends a line at LF, CR or CRLF, so each of them starts a new data line.
+		end := bytes.IndexAny(data, "\r\n")
+		if end < 0 {
+			b = append(append(append(b, "data: "...), data...), '\n')
 			break
 		}
-		data = rest
+		b = append(append(append(b, "data: "...), data[:end]...), '\n')
+		if data[end] == '\r' && end+1 < len(data) && data[end+1] == '\n' {
+			end++
+		}
+		data = data[end+1:]
 	}
 	b = append(b, '\n')
 	w.buf = b
