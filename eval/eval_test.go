@@ -188,4 +188,3 @@ func TestSummaryScores(t *testing.T) {
 		t.Errorf("plot:\n%s", svg)
 	}
 }
-
