@@ -171,17 +171,14 @@ func (s *Service) ImportLessons(ctx context.Context, tenant string, in LessonsIm
 	if _, err := library.ImportLessonsFile(nil, in.File, opts); err != nil {
 		return nil, err
 	}
-	id, err := s.oneLessonsCluster(ctx, tenant, in.Cluster)
+	read, err := s.oneLessonsCluster(ctx, tenant, in.Cluster)
 	if err != nil {
 		return nil, err
 	}
+	id := read.ID
 	var res *library.LessonsImportResult
 	if in.DryRun {
-		c, err := s.cfg.Store.Cluster(ctx, tenant, id)
-		if err != nil {
-			return nil, err
-		}
-		if res, err = library.ImportLessonsFile(c.State, in.File, opts); err != nil {
+		if res, err = library.ImportLessonsFile(read.State, in.File, opts); err != nil {
 			return nil, err
 		}
 	} else {
@@ -274,24 +271,24 @@ func (s *Service) lessonsClusters(ctx context.Context, tenant, id string) ([]hip
 	return out, nil
 }
 
-// oneLessonsCluster is the id of the lessons cluster a request means: the one it names, or the
+// oneLessonsCluster is the lessons cluster a request means, as read: the one it names, or the
 // tenant's only one. ENOTFOUND if there is none; EINVALID if there are several and none is named.
-func (s *Service) oneLessonsCluster(ctx context.Context, tenant, id string) (string, error) {
+func (s *Service) oneLessonsCluster(ctx context.Context, tenant, id string) (*hippocam.Cluster, error) {
 	clusters, err := s.lessonsClusters(ctx, tenant, id)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	switch len(clusters) {
 	case 0:
-		return "", hippocam.Errorf(hippocam.ENOTFOUND, "there is no lessons cluster")
+		return nil, hippocam.Errorf(hippocam.ENOTFOUND, "there is no lessons cluster")
 	case 1:
-		return clusters[0].ID, nil
+		return &clusters[0], nil
 	}
 	ids := make([]string, len(clusters))
 	for i := range clusters {
 		ids[i] = clusters[i].ID
 	}
-	return "", hippocam.Errorf(hippocam.EINVALID, "there are several lessons clusters (%s): name one with ?cluster=ID", strings.Join(ids, ", "))
+	return nil, hippocam.Errorf(hippocam.EINVALID, "there are several lessons clusters (%s): name one with ?cluster=ID", strings.Join(ids, ", "))
 }
 
 // What became of an outcome's cluster update (OutcomeReport.Update).

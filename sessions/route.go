@@ -350,15 +350,9 @@ func (s *Service) routeAtOutcome(ctx context.Context, sess *hippocam.Session, ta
 		if err != nil {
 			// Counted on the session like a failure at a request: the job tries again until
 			// maxRouteFailures, and then the task stays stateless and the job ends.
-			s.stats.stateless.Add(1)
-			tl.RouteFailures++
-			tl.Cluster, tl.System, tl.Decision, tl.Reason = "", "", hippocam.DecisionPending, statelessReason(err)
-			if tl.RouteFailures >= maxRouteFailures {
-				s.log.Warn("learning: routing the ended task kept failing; it taught nothing", logTenant, tenant, logSession, id, "failures", tl.RouteFailures, "error", err)
-				tl.Decision = "stateless"
+			if tl = s.routeFailed(h, id, tl, err); tl.Decision == "stateless" {
 				return s.recordRouting(ctx, tenant, id, tl)
 			}
-			s.log.Warn("learning: routing the ended task failed; its learn job tries again", logTenant, tenant, logSession, id, "failures", tl.RouteFailures, "error", err)
 			if _, rerr := s.recordRouting(ctx, tenant, id, tl); rerr != nil {
 				s.log.Warn("learning: recording the failed routing", logTenant, tenant, logSession, id, "error", rerr)
 			}

@@ -41,11 +41,6 @@ func ParseLessons(state json.RawMessage) (*LessonsState, error) { return lessons
 // ExportLessons writes a lessons state as the lessons file (lessons.Export).
 func ExportLessons(state json.RawMessage) ([]byte, error) { return lessons.Export(state) }
 
-// ImportLessons reads a lessons file into a lessons state (lessons.Import).
-func ImportLessons(state json.RawMessage, md []byte) (json.RawMessage, error) {
-	return lessons.Import(state, md)
-}
-
 // DeleteLesson withdraws one lesson of a state, as its user deleted it (lessons.Delete).
 func DeleteLesson(state json.RawMessage, id string) (json.RawMessage, bool, error) {
 	return lessons.Delete(state, id)
