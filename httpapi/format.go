@@ -90,15 +90,16 @@ func (openAIErrors) writeRefusal(w http.ResponseWriter, r refusal) {
 
 // inboundOf returns the format named f; the default format for a name of none.
 func inboundOf(f hippocam.Format) inboundFormat {
+	fallback := inboundFormats[0]
 	for _, in := range inboundFormats {
-		if in.id() == f {
+		switch in.id() {
+		case f:
 			return in
+		case defaultFormat:
+			fallback = in
 		}
 	}
-	if f != defaultFormat {
-		return inboundOf(defaultFormat)
-	}
-	panic("httpapi: the default format is not in inboundFormats")
+	return fallback
 }
 
 // formatOf is the inbound format a path belongs to, for routes that fail before a handler
@@ -139,7 +140,7 @@ func clientKey(r *http.Request) (string, bool) {
 	if h := r.Header.Get("Authorization"); len(h) > len(prefix) && h[:len(prefix)] == prefix {
 		return h[len(prefix):], true
 	}
-	for _, name := range keyHeaders() {
+	for _, name := range keyHeaders {
 		if k := r.Header.Get(name); k != "" {
 			return k, true
 		}
@@ -153,7 +154,7 @@ func sentCredentials(h http.Header) bool {
 	if h.Get("Authorization") != "" {
 		return true
 	}
-	for _, name := range keyHeaders() {
+	for _, name := range keyHeaders {
 		if h.Get(name) != "" {
 			return true
 		}
@@ -161,8 +162,8 @@ func sentCredentials(h http.Header) bool {
 	return false
 }
 
-// keyHeaders are the formats' own key headers.
-func keyHeaders() []string {
+// keyHeaders are the formats' own key headers, gathered once: every request reads them.
+var keyHeaders = func() []string {
 	var out []string
 	for _, in := range inboundFormats {
 		if h := in.keyHeader(); h != "" {
@@ -170,25 +171,27 @@ func keyHeaders() []string {
 		}
 	}
 	return out
-}
+}()
 
 // keyHint says how to send a key, for the refusal of a request without a valid one.
 func keyHint() string {
 	hint := "send Authorization: Bearer KEY"
-	for _, h := range keyHeaders() {
+	for _, h := range keyHeaders {
 		hint += " (or " + strings.ToLower(h) + ": KEY)"
 	}
 	return hint
 }
 
-// unnamedPart reports whether typ is one of a format's unnamedParts.
-func unnamedPart(typ string) bool {
+// unnamedParts are every format's unnamedParts, gathered once.
+var unnamedParts = func() map[string]bool {
+	out := map[string]bool{}
 	for _, in := range inboundFormats {
 		for _, t := range in.unnamedParts() {
-			if t == typ {
-				return true
-			}
+			out[t] = true
 		}
 	}
-	return false
-}
+	return out
+}()
+
+// unnamedPart reports whether typ is one of a format's unnamedParts.
+func unnamedPart(typ string) bool { return unnamedParts[typ] }

@@ -63,19 +63,13 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request, tenant strin
 		s.restError(w, r, err)
 		return
 	}
-	state, entries, err := stateView(c)
+	state, entries, err := library.View(c.System, c.State) // a system this server does not know: shown as stored
 	if err != nil {
 		s.restError(w, r, fmt.Errorf("render cluster %s: %w", c.ID, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, clusterDetailJSON{clusterJSON: clusterOf(c), Version: c.Version, Entries: entries,
 		Applied: append([]string{}, c.Applied...), State: state})
-}
-
-// stateView renders a cluster's state through its system's view, and counts its entries as the
-// system's Entries does. A state of a system this server does not know is shown as stored.
-func stateView(c *hippocam.Cluster) (state any, entries int, err error) {
-	return library.View(c.System, c.State)
 }
 
 // deleteCluster is DELETE /api/clusters/{id}: 204, or 404 if the tenant has no such cluster.

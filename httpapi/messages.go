@@ -17,7 +17,7 @@ import (
 // messagesFormat is the Messages format for the shared code: its routes (this file and
 // endpoints.go), refusals in Anthropic's error JSON with its statuses, types and wording, the
 // x-api-key header of its clients, and the thinking blocks and tool errors of a history.
-type messagesFormat struct{}
+type messagesFormat struct{ formatDefaults }
 
 func (messagesFormat) id() hippocam.Format { return hippocam.FormatAnthropic }
 
@@ -59,8 +59,6 @@ func (messagesFormat) tooLong(needed, window int, detail string) (message, param
 func (messagesFormat) writeRefusal(w http.ResponseWriter, r refusal) {
 	anthropic.WriteError(w, r.status, r.typ, r.message)
 }
-
-func (messagesFormat) refusesInStream(refusal) bool { return false }
 
 func (messagesFormat) keyHeader() string { return "X-Api-Key" }
 
@@ -105,7 +103,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request, tenant string)
 
 // messageID names a message: the session and the answer's key.
 func messageID(session, answer string) string {
-	return "msg_" + responseID(session, answer)[len("resp_"):]
+	return "msg_" + sessions.ResponseID(session, answer)[len("resp_"):]
 }
 
 // messageUsage is what the main model consumed for the answer.

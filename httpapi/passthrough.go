@@ -102,7 +102,7 @@ func newPassThrough(p *PassThrough, keyed bool) (*httputil.ReverseProxy, error) 
 func credentials(h http.Header, p *PassThrough, keyed bool) {
 	if keyed {
 		h.Del("Authorization")
-		for _, k := range keyHeaders() {
+		for _, k := range keyHeaders {
 			h.Del(k)
 		}
 	} else if sentCredentials(h) {

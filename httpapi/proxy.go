@@ -164,10 +164,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, tenant, name str
 	st := newAnswerStream(w, f, s.cfg.Metrics)
 	res, err := s.continueSession(w, r, tenant, name, conv, st)
 	if err != nil {
-		if !st.begun() && inboundOf(format).refusesInStream(refuse(format, err)) {
+		if rf := refuse(format, err); !st.begun() && inboundOf(format).refusesInStream(rf) {
 			// The format tells this refusal inside the stream (the Responses API an input too
 			// long, with response.failed), so the stream is opened to fail at once.
-			s.refused(r, name, refuse(format, err), err)
+			s.refused(r, name, rf, err)
 			if f.open(streamID{session: name, answer: positionKey(len(conv.Messages)), created: time.Now().Unix()}) == nil {
 				f.fail(err)
 			}

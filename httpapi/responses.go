@@ -38,7 +38,7 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, tenant string
 		s.fail(w, r, hippocam.FormatResponses, err)
 		return
 	}
-	resp := responseOf(conv, responseID(res.Session.ID, res.Answer.ID), res.Session.UpdatedAt.Unix(), res)
+	resp := responseOf(conv, sessions.ResponseID(res.Session.ID, res.Answer.ID), res.Session.UpdatedAt.Unix(), res)
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -99,7 +99,7 @@ type responsesStream struct {
 }
 
 func (s *responsesStream) open(id streamID) error {
-	s.id, s.at = responseID(id.session, id.answer), id.created
+	s.id, s.at = sessions.ResponseID(id.session, id.answer), id.created
 	sse.Header(s.w)
 	s.rs = wire.NewResponseStream(s.w) // it flushes every event
 	start := responseOf(s.conv, s.id, s.at, nil)
@@ -137,9 +137,6 @@ func (s *responsesStream) fail(err error) error {
 	start := responseOf(s.conv, s.id, s.at, nil)
 	return s.rs.Fail(&start, code, r.message)
 }
-
-// responseID names an answer of a session (sessions.ResponseID).
-func responseID(session, answer string) string { return sessions.ResponseID(session, answer) }
 
 // previousConversation prefixes conv's messages with the transcript of the session that the
 // response conv.Previous belongs to, up to that response's answer (the session service's

@@ -15,8 +15,6 @@ import (
 // too (sessions.MessageView).
 type messageJSON = sessions.MessageView
 
-func toJSON(ms []hippocam.Message) []messageJSON { return sessions.MessageViews(ms) }
-
 // usageJSON is one role's usage with its cache share.
 type usageJSON struct {
 	hippocam.RoleUsage
@@ -108,9 +106,9 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request, tenant strin
 		return
 	}
 	out := sessionJSON{ID: sess.ID, CreatedAt: sess.CreatedAt, UpdatedAt: sess.UpdatedAt, Version: sess.Version,
-		ContextWindow: s.cfg.Engine.Config().Window, Context: toJSON(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
+		ContextWindow: s.cfg.Engine.Config().Window, Context: sessions.MessageViews(sess.Context), Stack: sess.Stack, StackLog: sess.StackLog,
 		Usage: map[hippocam.CallRole]usageJSON{}, Totals: usageOf(sess.Usage.Total()), Consolidations: sess.Consolidations,
-		Framing: toJSON(sess.Transcript.Framing), Fork: sess.Transcript.Fork, Learning: sess.Transcript.Learning}
+		Framing: sessions.MessageViews(sess.Transcript.Framing), Fork: sess.Transcript.Fork, Learning: sess.Transcript.Learning}
 	for i := range out.Framing { // framing is stored without its size: count it as the meter does
 		if m := &sess.Transcript.Framing[i]; m.Tokens == 0 {
 			out.Framing[i].Tokens = hippocam.MessageTokens(engineTokens{s.cfg.Engine}, m)
@@ -163,7 +161,7 @@ func (s *Server) getNode(w http.ResponseWriter, r *http.Request, tenant string) 
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"ref": ref, "children": toJSON(kids)})
+	writeJSON(w, http.StatusOK, map[string]any{"ref": ref, "children": sessions.MessageViews(kids)})
 }
 
 // expand is GET /api/sessions/{id}/expand: every original message, in order

@@ -145,7 +145,7 @@ func (r *Reader) readLine() ([]byte, error) {
 			n = r.br.Buffered()
 		}
 		chunk, _ := r.br.Peek(n)
-		i := bytes.IndexAny(chunk, "\r\n")
+		i := lineEnd(chunk)
 		if i < 0 {
 			r.line = append(r.line, chunk...)
 			_, _ = r.br.Discard(n)

@@ -6,7 +6,10 @@
 // proxy's and the simulated model's use of them.
 package sse
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // Split cuts s into pieces of at most n bytes each, never inside a UTF-8 character: a piece
 // ends before the character that would cross the bound. A character longer than n (n below 4)
@@ -30,4 +33,17 @@ func Split(s string, n int) []string {
 		s = s[cut:]
 	}
 	return out
+}
+
+// lineEnd is the index of the first CR or LF in b, or -1: the two byte searches are each
+// vectorised, which bytes.IndexAny's per-byte loop is not, and event data is long.
+func lineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

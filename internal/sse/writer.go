@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 )
@@ -51,7 +50,7 @@ func (w *Writer) Write(name string, data []byte) error {
 	}
 	for {
 		// A reader ends a line at LF, CR or CRLF, so each of them starts a new data line.
-		end := bytes.IndexAny(data, "\r\n")
+		end := lineEnd(data)
 		if end < 0 {
 			b = append(append(append(b, "data: "...), data...), '\n')
 			break

@@ -141,9 +141,6 @@ func (a *ChunkAssembler) Finish() string { return a.finish }
 // Usage is the last usage the stream gave, nil if none.
 func (a *ChunkAssembler) Usage() *Usage { return a.usage }
 
-// Content is the text assembled so far.
-func (a *ChunkAssembler) Content() string { return a.content.String() }
-
 // Message returns the assembled message: role assistant, the content as a string (null when
 // the answer only calls tools), the tool calls in index order without their index.
 func (a *ChunkAssembler) Message() ChatMessage {
