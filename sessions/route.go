@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -55,7 +56,7 @@ type routing struct {
 	first string
 	done  chan struct{}
 	tl    *hippocam.TaskLearning // set before done is closed
-	seq   uint64
+	at    *list.Element          // its place in routings.order
 }
 
 // finished reports whether the routing is done.
@@ -71,14 +72,15 @@ func (r *routing) finished() bool {
 // failed reports whether the routing is done and failed: the task's routing is still owed.
 func (r *routing) failed() bool { return r.finished() && r.tl.Pending() }
 
-// routings are the routings this process keeps for the sessions' next requests, by routingKey.
+// routings are the routings this process keeps for the sessions' next requests, by routingKey,
+// the oldest dropped first when there are maxRoutings.
 type routings struct {
-	mu  sync.Mutex
-	m   map[string]*routing
-	seq uint64
+	mu    sync.Mutex
+	m     map[string]*routing
+	order list.List // of keys, newest first
 }
 
-func routingKey(tenant, id string) string { return tenant + "\x00" + id }
+func routingKey(tenant, id string) string { return cacheKey(tenant, id) }
 
 // get returns the routing kept for the session's task whose first message hashes to first, or nil.
 func (rs *routings) get(key, first string) *routing {
@@ -97,17 +99,13 @@ func (rs *routings) add(key string, r *routing) {
 	if rs.m == nil {
 		rs.m = map[string]*routing{}
 	}
-	if _, ok := rs.m[key]; !ok && len(rs.m) >= maxRoutings {
-		oldest := ""
-		for k, o := range rs.m {
-			if oldest == "" || o.seq < rs.m[oldest].seq {
-				oldest = k
-			}
-		}
-		delete(rs.m, oldest)
+	if old := rs.m[key]; old != nil {
+		rs.order.Remove(old.at)
+	} else if len(rs.m) >= maxRoutings {
+		oldest := rs.order.Back()
+		delete(rs.m, rs.order.Remove(oldest).(string))
 	}
-	rs.seq++
-	r.seq = rs.seq
+	r.at = rs.order.PushFront(key)
 	rs.m[key] = r
 }
 
@@ -116,6 +114,7 @@ func (rs *routings) drop(key string, r *routing) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if cur := rs.m[key]; cur != nil && (r == nil || cur == r) {
+		rs.order.Remove(cur.at)
 		delete(rs.m, key)
 	}
 }
