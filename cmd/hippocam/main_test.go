@@ -7,10 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hippocam/hippocam/internal/servetest"
 )
 
 // labOnly are the packages only the lab binary and tests may link: the benchmarks, the simulated
@@ -41,40 +42,18 @@ func TestProductLinksNoLab(t *testing.T) {
 	}
 }
 
-// The binaries the delegation tests run, built once.
-var built struct {
-	once sync.Once
-	dir  string
-	err  error
-	out  []byte
-}
+// built is the product and the lab, built once into one directory, as an install puts them.
+var built = servetest.SharedBuild{Packages: []string{modulePath + "/cmd/hippocam", modulePath + "/cmd/hippocam-lab"}}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(built.Run(m)) }
 
-// buildBoth builds hippocam and hippocam-lab into one temporary directory, as an install puts
-// them, once for all the tests, and returns it.
+// buildBoth returns the directory holding both binaries.
 func buildBoth(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds both binaries")
 	}
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "hippocam-bin-"); built.err != nil {
-			return
-		}
-		build := exec.Command("go", "build", "-o", built.dir+string(filepath.Separator), ".", "../hippocam-lab")
-		built.out, built.err = build.CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("go build: %v\n%s", built.err, built.out)
-	}
-	return built.dir
+	return filepath.Dir(built.Bin(t))
 }
 
 // alone copies the built hippocam into a directory of its own, without hippocam-lab beside it,

@@ -133,7 +133,7 @@ func TestEvalEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := servetest.Build(t)
+	bin := hippocamBuild.Bin(t)
 	root := startSimulated(t)
 
 	t.Run("locomo", func(t *testing.T) {

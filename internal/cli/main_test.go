@@ -4,15 +4,28 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/sim"
 	"github.com/hippocam/hippocam/tokenizer"
 )
+
+// TestMain gives the tests that run the built binary (hippocam mcp over stdio, serve killed
+// mid-run) one build of it.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(hippocamBuild.Run(m))
+}
+
+// hippocamBuild is the one build of the hippocam binary the tests share.
+var hippocamBuild servetest.SharedBuild
 
 // Main is the product binary's command line, as the tests run it in-process.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -10,7 +10,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/sim"
 )
 
@@ -20,7 +19,7 @@ import (
 // told (stdio by reading the store every --watch, HTTP on its subscriptions/listen stream); the
 // next turn, the same. Both complete the session's id.
 func TestMCPNotifications(t *testing.T) {
-	bin := servetest.Build(t)
+	bin := hippocamBuild.Bin(t)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")
 	simAddr, addr := freeAddr(t), freeAddr(t)

@@ -19,7 +19,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hippocam/hippocam/internal/servetest"
 	"github.com/hippocam/hippocam/sim"
 )
 
@@ -32,7 +31,7 @@ import (
 // The second tenant, over both transports, sees none of it; a missing or wrong key is a 401.
 func TestMCPEndToEnd(t *testing.T) {
 	node, harness := mcpHarness(t)
-	bin := servetest.Build(t)
+	bin := hippocamBuild.Bin(t)
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
 	if err := os.WriteFile(keys, []byte("acme k-acme\nother k-other\n"), 0o600); err != nil {

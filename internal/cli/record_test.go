@@ -72,7 +72,7 @@ func readRecording(t *testing.T, path string) []recLine {
 // check` on the file refuses exactly those cases; the viewer's session links the file, served
 // to its tenant only; no key reaches the file; deleting the session deletes the file.
 func TestServeRecordEndToEnd(t *testing.T) {
-	bin := servetest.Build(t)
+	bin := hippocamBuild.Bin(t)
 	simAddr := servetest.FreeAddr(t)
 	startSim(t, simAddr, sim.Latency{})
 

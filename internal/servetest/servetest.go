@@ -37,28 +37,22 @@ func (l *Log) String() string {
 	return l.b.String()
 }
 
-// Build builds the hippocam binary into a temporary directory and returns its path.
-func Build(t testing.TB) string {
-	t.Helper()
-	bin, err := BuildIn(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-// BuildIn builds the hippocam binary into dir and returns its path. A package whose tests all
-// run the same binary builds it once, into a directory its TestMain removes.
-func BuildIn(dir string) (string, error) {
+// BuildIn builds the commands pkgs (import paths; none: the hippocam product) into dir and
+// returns the path of hippocam there. A package whose tests all run the same binaries builds
+// them once (SharedBuild).
+func BuildIn(dir string, pkgs ...string) (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("go is not on PATH to build hippocam: %v", err)
 	}
-	bin := filepath.Join(dir, "hippocam")
-	if out, err := exec.Command(goBin, "build", "-o", bin, "github.com/hippocam/hippocam/cmd/hippocam").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/hippocam: %v\n%s", err, out)
+	if len(pkgs) == 0 {
+		pkgs = []string{"github.com/hippocam/hippocam/cmd/hippocam"}
 	}
-	return bin, nil
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
+	if out, err := exec.Command(goBin, args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	return filepath.Join(dir, "hippocam"), nil
 }
 
 // Env is this process's environment without the variables whose names begin with one of
@@ -189,6 +183,9 @@ func StartMain(t testing.TB, main MainFunc, probe string, args ...string) {
 // test that asks for it builds it (linking costs seconds) into a directory that Run removes at
 // the end.
 type SharedBuild struct {
+	// Packages are the commands built (BuildIn); none: the hippocam product.
+	Packages []string
+
 	dir  string
 	once sync.Once
 	bin  string
@@ -208,10 +205,11 @@ func (b *SharedBuild) Run(m *testing.M) int {
 	return m.Run()
 }
 
-// Bin returns the shared binary, building it on the first call.
+// Bin returns the shared hippocam binary, building the packages on the first call; the others
+// are beside it.
 func (b *SharedBuild) Bin(t testing.TB) string {
 	t.Helper()
-	b.once.Do(func() { b.bin, b.err = BuildIn(b.dir) })
+	b.once.Do(func() { b.bin, b.err = BuildIn(b.dir, b.Packages...) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
