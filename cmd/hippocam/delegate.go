@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 )
@@ -64,7 +63,8 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // no error means none was found.
 func findLab(ctx context.Context, stderr io.Writer) (bin string, cleanup func(), err error) {
 	if self, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(self), labName+exeSuffix()); isExecutable(p) {
+		// A path with a directory is tried as it is (with Windows' executable suffixes).
+		if p, err := exec.LookPath(filepath.Join(filepath.Dir(self), labName)); err == nil {
 			return p, nil, nil
 		}
 	}
@@ -84,13 +84,13 @@ func findLab(ctx context.Context, stderr io.Writer) (bin string, cleanup func(),
 		return "", nil, err
 	}
 	cleanup = func() { os.RemoveAll(dir) }
-	bin = filepath.Join(dir, labName+exeSuffix())
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/hippocam-lab")
+	build := exec.CommandContext(ctx, goBin, "build", "-o", dir+string(filepath.Separator), "./cmd/hippocam-lab")
 	build.Dir, build.Stdout, build.Stderr = root, stderr, stderr
 	if err := build.Run(); err != nil {
 		return "", cleanup, fmt.Errorf("building hippocam-lab from %s: %w", root, err)
 	}
-	return bin, cleanup, nil
+	bin, err = exec.LookPath(filepath.Join(dir, labName)) // go build named it for this system
+	return bin, cleanup, err
 }
 
 // execLab runs bin with args until it exits, forwarding the signals that would stop this
@@ -167,22 +167,4 @@ func isThisModule(path string) bool {
 		}
 	}
 	return false
-}
-
-// isExecutable reports whether path is a regular file someone may execute. Windows keeps no
-// execute bits: there the name's .exe suffix says it.
-func isExecutable(path string) bool {
-	st, err := os.Stat(path)
-	if err != nil || !st.Mode().IsRegular() {
-		return false
-	}
-	return runtime.GOOS == "windows" || st.Mode().Perm()&0o111 != 0
-}
-
-// exeSuffix is the suffix of executables on this system.
-func exeSuffix() string {
-	if runtime.GOOS == "windows" {
-		return ".exe"
-	}
-	return ""
 }
