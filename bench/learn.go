@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +118,7 @@ func (c LearnConfig) Validate() error {
 	c = c.withDefaults()
 	fams := suiteFamilies(c.Suite)
 	switch {
-	case !contains(LearnSuites(), c.Suite):
+	case !slices.Contains(LearnSuites(), c.Suite):
 		return hippocam.Errorf(hippocam.EINVALID, "unknown suite %q (%s)", c.Suite, strings.Join(LearnSuites(), ", "))
 	case c.Streams < 1:
 		return hippocam.Errorf(hippocam.EINVALID, "streams: at least 1")
@@ -131,7 +132,7 @@ func (c LearnConfig) Validate() error {
 		return hippocam.Errorf(hippocam.EINVALID, "advisory budget: not negative")
 	}
 	for _, name := range c.Conditions {
-		if !contains(LearnConditions, name) {
+		if !slices.Contains(LearnConditions, name) {
 			return hippocam.Errorf(hippocam.EINVALID, "unknown condition %q", name)
 		}
 	}

@@ -422,23 +422,19 @@ func (p *OverheadProvider) markdown(b *strings.Builder) {
 		p.Consolidations, p.UpstreamCallsPerStep, rolesText(p.UpstreamCallsByRole))
 }
 
-// rolesText lists call counts by role, in role order.
+// rolesText lists call counts by role: the engine's roles in their order (those called), then
+// any others by name.
 func rolesText(calls map[string]int) string {
 	var parts []string
+	others := maps.Clone(calls)
 	for _, r := range []hippocam.CallRole{hippocam.CallJanus, hippocam.CallAgent, hippocam.CallPrecip, hippocam.CallPalim} {
 		if n := calls[string(r)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r, n))
 		}
+		delete(others, string(r))
 	}
-	var others []string
-	for r := range calls {
-		if !slices.Contains([]string{"janus", "agent", "precip", "palim"}, r) {
-			others = append(others, r)
-		}
-	}
-	slices.Sort(others)
-	for _, r := range others {
-		parts = append(parts, fmt.Sprintf("%s %d", r, calls[r]))
+	if len(others) > 0 {
+		parts = append(parts, countsText(others))
 	}
 	if len(parts) == 0 {
 		return "none"

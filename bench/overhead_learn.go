@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -263,13 +264,8 @@ func (ts *OverheadTaskStarts) markdown(b *strings.Builder) {
 
 // countsText lists counts by name, in name order.
 func countsText(counts map[string]int) string {
-	names := make([]string, 0, len(counts))
-	for k := range counts {
-		names = append(names, k)
-	}
-	slices.Sort(names)
 	var parts []string
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
 	}
 	if len(parts) == 0 {

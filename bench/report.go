@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,7 +76,7 @@ func (r *Report) policies() []string {
 	}
 	var out []string
 	for _, res := range r.Results {
-		if !contains(out, res.Policy) {
+		if !slices.Contains(out, res.Policy) {
 			out = append(out, res.Policy)
 		}
 	}

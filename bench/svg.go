@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/hippocam/hippocam/internal/svgplot"
@@ -87,7 +88,7 @@ func AccuracyPlot(results []*Result, workload string) ([]byte, bool) {
 		if r.Workload != workload {
 			continue
 		}
-		if !containsInt(lengths, r.LengthTokens) {
+		if !slices.Contains(lengths, r.LengthTokens) {
 			lengths = append(lengths, r.LengthTokens)
 		}
 		if byPolicy[r.Policy] == nil {
@@ -143,15 +144,6 @@ func AccuracyPlot(results []*Result, workload string) ([]byte, bool) {
 	}
 	d.Legend(entries)
 	return d.Bytes(), true
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func containsTick(ts []svgplot.Tick, v float64) bool {

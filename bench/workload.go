@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/hippocam/hippocam/sim"
@@ -110,7 +111,7 @@ func (s *script) fresh(key string, gen func() string) string {
 		if i >= 20 {
 			v = fmt.Sprintf("%s-%d", v, len(old)+1)
 		}
-		if !contains(old, v) {
+		if !slices.Contains(old, v) {
 			return v
 		}
 	}
@@ -130,7 +131,7 @@ func (s *script) question(key string) Question {
 	}
 	q := Question{Key: key, Want: key + " := " + f.values[len(f.values)-1], Detail: f.detail}
 	for _, v := range f.values[:len(f.values)-1] {
-		if a := key + " := " + v; a != q.Want && !contains(q.Stale, a) {
+		if a := key + " := " + v; a != q.Want && !slices.Contains(q.Stale, a) {
 			q.Stale = append(q.Stale, a)
 		}
 	}
@@ -292,15 +293,6 @@ func (s *script) mix(facts, filler []string) []string {
 }
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
 
 // --- reading lines as the simulated model does (sim.Fact, sim.Ask, sim.Body) ---
 

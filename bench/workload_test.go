@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestGeneratorsQuestionsMatchLines(t *testing.T) {
 					if f != nil {
 						want = q.Key + " := " + f.values[len(f.values)-1]
 						for _, v := range f.values[:len(f.values)-1] {
-							if a := q.Key + " := " + v; !contains(wantStale, a) {
+							if a := q.Key + " := " + v; !slices.Contains(wantStale, a) {
 								wantStale = append(wantStale, a)
 							}
 						}

@@ -39,7 +39,7 @@ func score(t *Task, answers []string) Score {
 		switch {
 		case !ok:
 			add(0, "feedback: "+key+": no answer, wrong")
-		case !contains(d.Right, x):
+		case !slices.Contains(d.Right, x):
 			add(0, "feedback: "+key+" = "+x+" wrong")
 		case x == d.Reference:
 			add(1, "feedback: "+key+" = "+x+" right")

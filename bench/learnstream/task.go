@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/hippocam/hippocam"
@@ -130,20 +131,11 @@ func (t *Task) check() error {
 		if d.Reference == "" {
 			d.Reference = d.Right[0]
 			t.Env.Decide[key] = d
-		} else if !contains(d.Right, d.Reference) {
+		} else if !slices.Contains(d.Right, d.Reference) {
 			return fmt.Errorf("decision %q: the reference %q is not among the right values", key, d.Reference)
 		}
 	}
 	return t.Env.checkNumeric()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Estimate is the hidden side of one `estimate KEY` line: the true value and the tolerance of the
